@@ -1,0 +1,12 @@
+#!/bin/bash
+# The project's test command: installs what is missing, builds everything in build/, runs every CTest
+# test (unit, umockdev, host, deploy, fuzz smoke runs, QEMU-booted kernels; plain, ASan+UBSan and
+# valgrind variants). CTest's summary line is the verdict.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BSG_BUILD_DIR:-$here/build}
+
+"$here/scripts/setup.sh"
+cmake -S "$here" -B "$build" -DBSG_FUZZ=ON
+cmake --build "$build" -j"$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

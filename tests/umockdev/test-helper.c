@@ -1,0 +1,1586 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * umockdev suite of btrfs-scan-gate: simulated disks and partitions carrying real superblocks, a fake
+ * /dev/btrfs-control modelling the kernel's device registry, fake sysfs (skip_scan, features, mounted
+ * filesystems) and fake /proc files through the helper's environment seams.
+ *
+ * Runs under the umockdev preload (CTest sets LD_PRELOAD). BSG_HELPER names the helper binary,
+ * BSG_HELPER_WRAPPER an optional command prefix (valgrind ...), BSG_FIXTURES the directory of
+ * superblock fixtures made by make-fixtures.sh.
+ *
+ * One testbed per process: it is made in main() and every test resets it in the fixture's setup.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/btrfs.h>
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <umockdev.h>
+
+#define SB_OFFSET 65536
+#define SB_FSID 0x20
+#define SB_MAGIC 0x40
+#define SB_GENERATION 0x48
+#define SB_NUM_DEVICES 0x88
+#define SB_DEVID 0xc9
+#define SB_DEV_UUID (0xc9 + 0x42)
+#define SB_LABEL 0x12b
+#define FAKE_MAJOR_BASE 4000 /* no host has these: libudev reads the host's /run/udev/data */
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The fake kernel: a registry of scanned devices behind /dev/btrfs-control.                        */
+
+typedef struct {
+        char *path;
+        char fsid[37];
+        guint64 devid;
+        guint64 generation;
+        guint64 num_devices;
+        gboolean mounted;
+} KDev;
+
+static struct {
+        GMutex lock;
+        GPtrArray *log;  /* "SCAN_DEV /dev/sda2", "DEVICES_READY ...", "FORGET_DEV ..." */
+        GPtrArray *devs; /* KDev* */
+} kern;
+
+static char *tb_root; /* testbed root directory */
+static UMockdevTestbed *tb;
+
+static void kdev_free(gpointer p)
+{
+        KDev *d = p;
+        g_free(d->path);
+        g_free(d);
+}
+
+static guint64 le64_at(const guint8 *b)
+{
+        guint64 v = 0;
+        for (int i = 7; i >= 0; i--)
+                v = (v << 8) | b[i];
+        return v;
+}
+
+static void uuid_at(const guint8 *b, char out[37])
+{
+        g_snprintf(out, 37,
+                   "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                   b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                   b[15]);
+}
+
+/* Reads the superblock of a testbed node, as the kernel's scan would (bytenr and magic only). */
+static gboolean kernel_read_super(const char *path, KDev *ret)
+{
+        g_autofree char *file = g_build_filename(tb_root, path, NULL);
+        g_autofree char *buf = NULL;
+        gsize len = 0;
+
+        if (!g_file_get_contents(file, &buf, &len, NULL) || len < SB_OFFSET + 4096)
+                return FALSE;
+        const guint8 *sb = (const guint8 *)buf + SB_OFFSET;
+        if (memcmp(sb + SB_MAGIC, "_BHRfS_M", 8) != 0 || le64_at(sb + 0x30) != SB_OFFSET)
+                return FALSE;
+        uuid_at(sb + SB_FSID, ret->fsid);
+        ret->devid = le64_at(sb + SB_DEVID);
+        ret->generation = le64_at(sb + SB_GENERATION);
+        ret->num_devices = le64_at(sb + SB_NUM_DEVICES);
+        return TRUE;
+}
+
+static KDev *kernel_find(const char *fsid, guint64 devid)
+{
+        for (guint i = 0; i < kern.devs->len; i++) {
+                KDev *d = kern.devs->pdata[i];
+                if (g_strcmp0(d->fsid, fsid) == 0 && d->devid == devid)
+                        return d;
+        }
+        return NULL;
+}
+
+/* Registers like device_list_add(): a known devid under another path is replaced unless the fs is
+ * mounted or the registered copy has a higher generation. Returns 0 or -errno. */
+static int kernel_register(const char *path, KDev *sb)
+{
+        KDev *d = kernel_find(sb->fsid, sb->devid);
+
+        if (d) {
+                if (g_str_equal(d->path, path))
+                        return 0;
+                if (d->mounted || d->generation > sb->generation)
+                        return -EEXIST;
+                g_free(d->path);
+                d->path = g_strdup(path);
+                d->generation = sb->generation;
+                return 0;
+        }
+        d = g_new0(KDev, 1);
+        *d = *sb;
+        d->path = g_strdup(path);
+        g_ptr_array_add(kern.devs, d);
+        return 0;
+}
+
+static gboolean kernel_all_present(const char *fsid, guint64 num_devices)
+{
+        guint64 n = 0;
+        for (guint i = 0; i < kern.devs->len; i++)
+                if (g_str_equal(((KDev *)kern.devs->pdata[i])->fsid, fsid))
+                        n++;
+        return n >= num_devices;
+}
+
+static int kernel_forget(const char *path)
+{
+        int found = 0;
+        for (guint i = kern.devs->len; i > 0; i--) {
+                KDev *d = kern.devs->pdata[i - 1];
+                if ((path[0] == '\0' || g_str_equal(d->path, path)) && !d->mounted) {
+                        g_ptr_array_remove_index(kern.devs, i - 1);
+                        found = 1;
+                } else if (g_str_equal(d->path, path))
+                        return -EBUSY;
+        }
+        return found || path[0] == '\0' ? 0 : -ENOENT;
+}
+
+static gboolean on_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client, gpointer user)
+{
+        gulong request = umockdev_ioctl_client_get_request(client);
+        const char *op;
+
+        if (request == BTRFS_IOC_SCAN_DEV)
+                op = "SCAN_DEV";
+        else if (request == BTRFS_IOC_DEVICES_READY)
+                op = "DEVICES_READY";
+        else if (request == BTRFS_IOC_FORGET_DEV)
+                op = "FORGET_DEV";
+        else {
+                g_mutex_lock(&kern.lock);
+                g_ptr_array_add(kern.log, g_strdup_printf("UNKNOWN_IOCTL 0x%lx", request));
+                g_mutex_unlock(&kern.lock);
+                umockdev_ioctl_client_complete(client, -1, ENOTTY);
+                return TRUE;
+        }
+
+        GError *error = NULL;
+        g_autoptr(UMockdevIoctlData) data = umockdev_ioctl_data_resolve(
+                umockdev_ioctl_client_get_arg(client), 0, sizeof(struct btrfs_ioctl_vol_args), &error);
+        if (!data) {
+                g_printerr("fake kernel: cannot read the ioctl argument: %s\n", error->message);
+                g_clear_error(&error);
+                umockdev_ioctl_client_complete(client, -1, EFAULT);
+                return TRUE;
+        }
+        struct btrfs_ioctl_vol_args args;
+        memcpy(&args, data->data, sizeof(args));
+        args.name[sizeof(args.name) - 1] = '\0';
+
+        long ret = 0;
+        int err = 0;
+        g_mutex_lock(&kern.lock);
+        g_ptr_array_add(kern.log, g_strdup_printf("%s %s", op, args.name));
+        if (request == BTRFS_IOC_FORGET_DEV) {
+                int r = kernel_forget(args.name);
+                if (r < 0) {
+                        ret = -1;
+                        err = -r;
+                }
+        } else {
+                KDev sb = {0};
+                if (!kernel_read_super(args.name, &sb)) {
+                        ret = -1;
+                        err = EINVAL;
+                } else {
+                        int r = kernel_register(args.name, &sb);
+                        if (r < 0) {
+                                ret = -1;
+                                err = -r;
+                        } else if (request == BTRFS_IOC_DEVICES_READY)
+                                ret = kernel_all_present(sb.fsid, sb.num_devices) ? 0 : 1;
+                }
+        }
+        g_mutex_unlock(&kern.lock);
+        umockdev_ioctl_client_complete(client, ret, err);
+        return TRUE;
+}
+
+static void kernel_reset(void)
+{
+        g_mutex_lock(&kern.lock);
+        g_ptr_array_set_size(kern.log, 0);
+        g_ptr_array_set_size(kern.devs, 0);
+        g_mutex_unlock(&kern.lock);
+}
+
+/* Pretends a filesystem is mounted from PATH: registered, busy, and listed in /sys/fs/btrfs. */
+static void kernel_mount(const char *path)
+{
+        KDev sb = {0};
+        g_assert_true(kernel_read_super(path, &sb));
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_register(path, &sb), ==, 0);
+        kernel_find(sb.fsid, sb.devid)->mounted = TRUE;
+        g_mutex_unlock(&kern.lock);
+
+        g_autofree char *dir = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "devices", NULL);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        g_autofree char *mu = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "metadata_uuid", NULL);
+        g_autofree char *line = g_strdup_printf("%s\n", sb.fsid);
+        g_assert_true(g_file_set_contents(mu, line, -1, NULL));
+}
+
+static int cmp_str_ptr(gconstpointer a, gconstpointer b)
+{
+        return g_strcmp0(*(char *const *)a, *(char *const *)b);
+}
+
+static char *registry_string(void)
+{
+        g_mutex_lock(&kern.lock);
+        g_autoptr(GPtrArray) paths = g_ptr_array_new();
+        for (guint i = 0; i < kern.devs->len; i++)
+                g_ptr_array_add(paths, ((KDev *)kern.devs->pdata[i])->path);
+        g_ptr_array_sort(paths, cmp_str_ptr);
+        g_ptr_array_add(paths, NULL);
+        char *s = g_strjoinv(",", (char **)paths->pdata);
+        g_mutex_unlock(&kern.lock);
+        return s;
+}
+
+static guint kernel_count(const char *op, const char *path)
+{
+        g_autofree char *want = g_strdup_printf("%s %s", op, path);
+        guint n = 0;
+        g_mutex_lock(&kern.lock);
+        for (guint i = 0; i < kern.log->len; i++)
+                if ((op && g_str_equal(kern.log->pdata[i], want)) ||
+                    (!op && g_str_has_suffix(kern.log->pdata[i], path) &&
+                     strchr(kern.log->pdata[i], ' ') &&
+                     g_str_equal(strchr(kern.log->pdata[i], ' ') + 1, path)))
+                        n++;
+        g_mutex_unlock(&kern.lock);
+        return n;
+}
+
+static guint kernel_log_len(void)
+{
+        g_mutex_lock(&kern.lock);
+        guint n = kern.log->len;
+        g_mutex_unlock(&kern.lock);
+        return n;
+}
+
+static char *kernel_log_string(void)
+{
+        g_mutex_lock(&kern.lock);
+        g_ptr_array_add(kern.log, NULL);
+        char *s = g_strjoinv("; ", (char **)kern.log->pdata);
+        g_ptr_array_set_size(kern.log, kern.log->len - 1);
+        g_mutex_unlock(&kern.lock);
+        return s;
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The simulated machine.                                                                            */
+
+typedef enum { MUT_NONE, MUT_TRUNCATED, MUT_BAD_MAGIC, MUT_BAD_CSUM } Mutation;
+
+typedef struct {
+        const char *node;      /* kernel name, /dev/<node> unless devname is set */
+        const char *disk;      /* parent disk's kernel name; NULL: the device is a whole disk */
+        int partn;             /* partition number */
+        const char *image;     /* fixture name, NULL: no filesystem (zeros) */
+        const char *partlabel; /* GPT partition name */
+        gboolean removable;
+        Mutation mut;
+        const char *devname; /* devnode override, e.g. /dev/mapper/a,b */
+} DevSpec;
+
+typedef struct {
+        char *dir; /* scratch: run dir, cmdline, mountinfo, config */
+        char *rundir;
+        char *cmdline;
+        char *mountinfo;
+        char *config;
+        char *control; /* what BTRFS_SCAN_GATE_CONTROL is set to */
+        GHashTable *syspaths; /* kernel name -> syspath of every device added */
+} Fixture;
+
+static const char *fixtures_dir;
+static char **helper_argv0; /* wrapper words + helper path */
+static gboolean under_wrapper;
+
+static char *devnode_of(const DevSpec *s)
+{
+        return s->devname ? g_strdup(s->devname) : g_strdup_printf("/dev/%s", s->node);
+}
+
+static int disk_index(const char *disk)
+{
+        /* sda -> 0, sdb -> 1, ... ; other names hash into a distinct range */
+        if (g_str_has_prefix(disk, "sd") && strlen(disk) == 3)
+                return disk[2] - 'a';
+        return 100 + (int)(g_str_hash(disk) % 100);
+}
+
+static void write_file(const char *path, const void *data, gssize len)
+{
+        g_autofree char *dir = g_path_get_dirname(path);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        GError *error = NULL;
+        if (!g_file_set_contents(path, data, len, &error))
+                g_error("cannot write %s: %s", path, error->message);
+}
+
+static char *read_file(const char *path)
+{
+        char *s = NULL;
+        if (!g_file_get_contents(path, &s, NULL, NULL))
+                return NULL;
+        return s;
+}
+
+static char *tb_path(const char *rel)
+{
+        return g_build_filename(tb_root, rel, NULL);
+}
+
+/* Creates a testbed node file: sticky regular file = block device for the preload's stat(). */
+static void make_node(const char *devnode, const void *data, gsize len, unsigned maj, unsigned min,
+                      gboolean block)
+{
+        g_autofree char *file = tb_path(devnode);
+        write_file(file, data, len);
+        g_assert_cmpint(chmod(file, block ? 01644 : 0644), ==, 0);
+
+        g_autofree char *name = g_strdup(devnode + strlen("/dev/"));
+        g_strdelimit(name, "/", '_');
+        g_autofree char *nodedir = tb_path("dev/.node");
+        g_assert_cmpint(g_mkdir_with_parents(nodedir, 0755), ==, 0);
+        g_autofree char *link = g_build_filename(nodedir, name, NULL);
+        g_autofree char *target = g_strdup_printf("%u:%u", maj, min);
+        (void)unlink(link);
+        g_assert_cmpint(symlink(target, link), ==, 0);
+}
+
+typedef struct {
+        char fsid[37];
+        char dev_uuid[37];
+        char label[257];
+        guint64 devid;
+        gboolean btrfs;
+} ImageInfo;
+
+static char *image_bytes(const DevSpec *s, gsize *ret_len, ImageInfo *info)
+{
+        char *buf;
+        gsize len;
+
+        memset(info, 0, sizeof(*info));
+        if (!s->image) {
+                *ret_len = 2 * SB_OFFSET;
+                return g_malloc0(*ret_len);
+        }
+        g_autofree char *file = g_strdup_printf("%s/%s.img", fixtures_dir, s->image);
+        GError *error = NULL;
+        if (!g_file_get_contents(file, &buf, &len, &error))
+                g_error("fixture %s: %s", file, error->message);
+        g_assert_cmpuint(len, >=, SB_OFFSET + 4096);
+        guint8 *sb = (guint8 *)buf + SB_OFFSET;
+        if (memcmp(sb + SB_MAGIC, "_BHRfS_M", 8) == 0) {
+                info->btrfs = TRUE;
+                uuid_at(sb + SB_FSID, info->fsid);
+                uuid_at(sb + SB_DEV_UUID, info->dev_uuid);
+                info->devid = le64_at(sb + SB_DEVID);
+                memcpy(info->label, sb + SB_LABEL, 256);
+        }
+        switch (s->mut) {
+        case MUT_NONE:
+                break;
+        case MUT_TRUNCATED:
+                len = SB_OFFSET + 1000;
+                break;
+        case MUT_BAD_MAGIC:
+                sb[SB_MAGIC] ^= 0x20;
+                break;
+        case MUT_BAD_CSUM:
+                sb[SB_LABEL + 1] ^= 0x01; /* inside the checksummed area */
+                break;
+        }
+        *ret_len = len;
+        return buf;
+}
+
+/* udev's view of a device: the properties the helper finds in its environment and in libudev. */
+static GPtrArray *device_props(const DevSpec *s, const ImageInfo *info)
+{
+        GPtrArray *p = g_ptr_array_new_with_free_func(g_free);
+        unsigned maj = FAKE_MAJOR_BASE + disk_index(s->disk ? s->disk : s->node);
+        g_autofree char *devnode = devnode_of(s);
+
+#define PROP(k, ...)                                                                                    \
+        do {                                                                                            \
+                g_ptr_array_add(p, g_strdup(k));                                                        \
+                g_ptr_array_add(p, g_strdup_printf(__VA_ARGS__));                                       \
+        } while (0)
+        PROP("DEVNAME", "%s", devnode);
+        PROP("DEVTYPE", "%s", s->disk ? "partition" : "disk");
+        PROP("MAJOR", "%u", maj);
+        PROP("MINOR", "%d", s->partn);
+        if (s->disk) {
+                PROP("PARTN", "%d", s->partn);
+                if (s->partlabel)
+                        PROP("PARTNAME", "%s", s->partlabel);
+                PROP("ID_PART_TABLE_TYPE", "gpt");
+                PROP("ID_PART_ENTRY_SCHEME", "gpt");
+                PROP("ID_PART_ENTRY_NUMBER", "%d", s->partn);
+                PROP("ID_PART_ENTRY_UUID", "%08x-0000-4000-8000-%012d", maj, s->partn);
+                PROP("ID_PART_ENTRY_DISK", "%u:0", maj);
+                if (s->partlabel)
+                        PROP("ID_PART_ENTRY_NAME", "%s", s->partlabel);
+        }
+        if (info->btrfs && s->mut == MUT_NONE) {
+                PROP("ID_FS_TYPE", "btrfs");
+                PROP("ID_FS_USAGE", "filesystem");
+                PROP("ID_FS_UUID", "%s", info->fsid);
+                PROP("ID_FS_UUID_ENC", "%s", info->fsid);
+                PROP("ID_FS_UUID_SUB", "%s", info->dev_uuid);
+                PROP("ID_FS_UUID_SUB_ENC", "%s", info->dev_uuid);
+                if (info->label[0])
+                        PROP("ID_FS_LABEL", "%s", info->label);
+        } else if (s->image && g_str_equal(s->image, "esp")) {
+                PROP("ID_FS_TYPE", "vfat");
+                PROP("ID_FS_USAGE", "filesystem");
+                PROP("ID_FS_LABEL", "ESP");
+        }
+#undef PROP
+        return p;
+}
+
+static void world_add(Fixture *f, const DevSpec *s)
+{
+        ImageInfo info;
+        gsize len;
+        g_autofree char *bytes = image_bytes(s, &len, &info);
+        unsigned maj = FAKE_MAJOR_BASE + disk_index(s->disk ? s->disk : s->node);
+        g_autoptr(GPtrArray) props = device_props(s, &info);
+        g_autofree char *devnode = devnode_of(s);
+        g_autofree char *dev = g_strdup_printf("%u:%d", maj, s->partn);
+        const char *removable = s->removable ? "1" : "0";
+        const char *parent = NULL;
+
+        if (s->disk) {
+                parent = g_hash_table_lookup(f->syspaths, s->disk);
+                if (!parent) {
+                        DevSpec disk = {.node = s->disk, .removable = s->removable};
+                        world_add(f, &disk);
+                        parent = g_hash_table_lookup(f->syspaths, s->disk);
+                }
+        }
+        g_ptr_array_add(props, NULL);
+
+        char *syspath;
+        if (s->disk) {
+                g_autofree char *start = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64)s->partn * 2048);
+                syspath = umockdev_testbed_add_devicev(
+                        tb, "block", s->node, parent,
+                        (char *[]){"dev", dev, "partition", g_strdup_printf("%d", s->partn), "start",
+                                   start, "size", "245760", "ro", "0", NULL},
+                        (char **)props->pdata);
+        } else {
+                g_autofree char *rel = g_strdup_printf("virtual/block/%s", s->node);
+                syspath = umockdev_testbed_add_devicev(
+                        tb, "block", rel, NULL,
+                        (char *[]){"dev", dev, "removable", (char *)removable, "size", "2457600", "ro",
+                                   "0", NULL},
+                        (char **)props->pdata);
+        }
+        g_assert_nonnull(syspath);
+        g_hash_table_insert(f->syspaths, g_strdup(s->node), syspath);
+        make_node(devnode, bytes, len, maj, s->partn, TRUE);
+}
+
+static void world_add_all(Fixture *f, const DevSpec *specs, gsize n)
+{
+        for (gsize i = 0; i < n; i++)
+                world_add(f, &specs[i]);
+}
+
+static void world_uevent(Fixture *f, const DevSpec *s, const char *action)
+{
+        umockdev_testbed_uevent(tb, g_hash_table_lookup(f->syspaths, s->node), action);
+}
+
+static void set_skip_scan_param(gboolean patched)
+{
+        g_autofree char *file = tb_path("sys/module/btrfs/parameters/skip_scan");
+        if (patched)
+                write_file(file, "", 0);
+        else
+                (void)unlink(file);
+}
+
+static void set_feature(const char *name, gboolean present)
+{
+        g_autofree char *rel = g_strdup_printf("sys/fs/btrfs/features/%s", name);
+        g_autofree char *file = tb_path(rel);
+        if (present)
+                write_file(file, "0\n", -1);
+        else
+                (void)unlink(file);
+}
+
+static char *skip_scan_contents(void)
+{
+        g_autofree char *file = tb_path("sys/module/btrfs/parameters/skip_scan");
+        char *s = read_file(file);
+        if (s)
+                g_strchomp(s);
+        return s;
+}
+
+static void set_cmdline(Fixture *f, const char *cmdline)
+{
+        g_autofree char *line = g_strdup_printf("%s\n", cmdline);
+        write_file(f->cmdline, line, -1);
+}
+
+/* One mountinfo line per "DEVNODE MOUNTPOINT" pair; NULL: nothing mounted but /proc and /sys. */
+static void set_mountinfo(Fixture *f, const char *const *mounts)
+{
+        GString *s = g_string_new("21 1 0:20 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+                                  "22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:2 - sysfs sysfs rw\n");
+        for (int i = 0; mounts && mounts[i]; i += 2)
+                g_string_append_printf(s, "%d 1 0:%d / %s rw,relatime shared:%d - btrfs %s rw,space_cache=v2,subvolid=5,subvol=/\n",
+                                       30 + i, 40 + i, mounts[i + 1], 20 + i, mounts[i]);
+        write_file(f->mountinfo, s->str, -1);
+        g_string_free(s, TRUE);
+}
+
+static void remove_tree(const char *path)
+{
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", path);
+        int status;
+        g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL));
+        g_assert_cmpint(status, ==, 0);
+}
+
+/* Back to an empty machine: no block devices, fresh kernel registry, fresh run dir and skip_scan. */
+static void world_reset(Fixture *f)
+{
+        GHashTableIter it;
+        gpointer key, value;
+        g_autoptr(GPtrArray) paths = g_ptr_array_new();
+
+        g_hash_table_iter_init(&it, f->syspaths);
+        while (g_hash_table_iter_next(&it, &key, &value))
+                g_ptr_array_add(paths, value);
+        /* children (longer paths) first */
+        g_ptr_array_sort(paths, cmp_str_ptr);
+        for (guint i = paths->len; i > 0; i--)
+                umockdev_testbed_remove_device(tb, paths->pdata[i - 1]);
+        g_hash_table_remove_all(f->syspaths);
+
+        g_autofree char *dev = tb_path("dev");
+        remove_tree(dev);
+        g_autofree char *fs = tb_path("sys/fs/btrfs");
+        remove_tree(fs);
+        remove_tree(f->rundir);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+
+        kernel_reset();
+        /* the fake control node; BTRFS_SCAN_GATE_CONTROL points at it as a second seam */
+        make_node("/dev/btrfs-control", "", 0, 10, 234, FALSE);
+        set_skip_scan_param(TRUE);
+        set_feature("virtual_fsid", TRUE);
+        set_feature("temp_fsid", FALSE);
+        g_autofree char *feat = tb_path("sys/fs/btrfs/features/supported_checksums");
+        write_file(feat, "crc32c xxhash64 sha256 blake2b\n", -1);
+        set_mountinfo(f, NULL);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A rw quiet");
+        g_autofree char *conf = g_strdup("");
+        write_file(f->config, conf, -1);
+        g_free(f->control);
+        f->control = g_strdup("/dev/btrfs-control");
+}
+
+static void fixture_setup(Fixture *f, gconstpointer data)
+{
+        f->syspaths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        f->dir = g_build_filename(tb_root, "scratch", NULL);
+        f->rundir = g_build_filename(f->dir, "run", NULL);
+        f->cmdline = g_build_filename(f->dir, "cmdline", NULL);
+        f->mountinfo = g_build_filename(f->dir, "mountinfo", NULL);
+        f->config = g_build_filename(f->dir, "btrfs-scan-gate.conf", NULL);
+        world_reset(f);
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data)
+{
+        world_reset(f);
+        remove_tree(f->dir);
+        g_hash_table_unref(f->syspaths);
+        g_free(f->dir);
+        g_free(f->rundir);
+        g_free(f->cmdline);
+        g_free(f->mountinfo);
+        g_free(f->config);
+        g_free(f->control);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Running the helper.                                                                               */
+
+typedef struct {
+        int status; /* exit status, or -1 if killed */
+        char *out;
+        char *err;
+        GHashTable *kv; /* KEY -> VALUE of stdout */
+} Run;
+
+static void run_clear(Run *r)
+{
+        g_free(r->out);
+        g_free(r->err);
+        if (r->kv)
+                g_hash_table_unref(r->kv);
+        memset(r, 0, sizeof(*r));
+}
+
+static const char *kv(const Run *r, const char *key)
+{
+        return g_hash_table_lookup(r->kv, key);
+}
+
+static char **helper_env(Fixture *f, const DevSpec *s)
+{
+        char **env = g_get_environ();
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_CONTROL", f->control, TRUE);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_CONFIG", f->config, TRUE);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_CMDLINE", f->cmdline, TRUE);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_MOUNTINFO", f->mountinfo, TRUE);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_RUNDIR", f->rundir, TRUE);
+        if (s) {
+                /* udev runs programs with the event's properties in the environment */
+                ImageInfo info;
+                gsize len;
+                g_autofree char *bytes = image_bytes(s, &len, &info);
+                g_autoptr(GPtrArray) props = device_props(s, &info);
+                const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
+                env = g_environ_setenv(env, "ACTION", "add", TRUE);
+                env = g_environ_setenv(env, "SUBSYSTEM", "block", TRUE);
+                env = g_environ_setenv(env, "DEVPATH", syspath + strlen("/sys"), TRUE);
+                env = g_environ_setenv(env, "SEQNUM", "4242", TRUE);
+                for (guint i = 0; i + 1 < props->len; i += 2)
+                        env = g_environ_setenv(env, props->pdata[i], props->pdata[i + 1], TRUE);
+        }
+        return env;
+}
+
+static char **helper_argv(const char *const *args)
+{
+        GPtrArray *a = g_ptr_array_new();
+        for (int i = 0; helper_argv0[i]; i++)
+                g_ptr_array_add(a, g_strdup(helper_argv0[i]));
+        for (int i = 0; args[i]; i++)
+                g_ptr_array_add(a, g_strdup(args[i]));
+        g_ptr_array_add(a, NULL);
+        return (char **)g_ptr_array_free(a, FALSE);
+}
+
+static GHashTable *parse_kv(const char *out)
+{
+        GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_auto(GStrv) lines = g_strsplit(out ? out : "", "\n", -1);
+        for (int i = 0; lines[i]; i++) {
+                const char *eq = strchr(lines[i], '=');
+                if (!eq)
+                        continue;
+                g_hash_table_replace(h, g_strndup(lines[i], eq - lines[i]), g_strdup(eq + 1));
+        }
+        return h;
+}
+
+static void run_finish(Run *r, int wait_status)
+{
+        if (WIFEXITED(wait_status))
+                r->status = WEXITSTATUS(wait_status);
+        else
+                r->status = -1;
+        r->kv = parse_kv(r->out);
+        if (g_test_verbose() || r->status != 0 || (r->err && strstr(r->err, "ERROR: ")))
+                g_test_message("helper exit %d\nstdout:\n%s\nstderr:\n%s", r->status, r->out, r->err);
+        /* a valgrind or sanitizer finding in the helper fails the test */
+        g_assert_cmpint(r->status, !=, 99);
+        if (r->err) {
+                g_assert_null(strstr(r->err, "ERROR: AddressSanitizer"));
+                g_assert_null(strstr(r->err, "runtime error:"));
+                g_assert_null(strstr(r->err, "ERROR: LeakSanitizer"));
+        }
+}
+
+static void run_helper_env(Fixture *f, const DevSpec *s, Run *r, const char *const *args)
+{
+        g_auto(GStrv) argv = helper_argv(args);
+        g_auto(GStrv) env = helper_env(f, s);
+        int wait_status = 0;
+        GError *error = NULL;
+
+        memset(r, 0, sizeof(*r));
+        if (!g_spawn_sync(NULL, argv, env, G_SPAWN_DEFAULT, NULL, NULL, &r->out, &r->err, &wait_status,
+                          &error))
+                g_error("cannot run %s: %s", argv[0], error->message);
+        run_finish(r, wait_status);
+}
+
+static void run_helper(Fixture *f, Run *r, const char *const *args)
+{
+        run_helper_env(f, NULL, r, args);
+}
+
+/* The `udev DEVNODE` invocation for one device, as udev's IMPORT{program} would run it. */
+static void run_udev(Fixture *f, const DevSpec *s, Run *r, gboolean dry_run)
+{
+        g_autofree char *devnode = devnode_of(s);
+        const char *args_dry[] = {"--dry-run", "udev", devnode, NULL};
+        const char *args[] = {"udev", devnode, NULL};
+        run_helper_env(f, s, r, dry_run ? args_dry : args);
+        g_assert_cmpint(r->status, ==, 0);
+        /* udev mode prints only KEY=VALUE lines */
+        g_auto(GStrv) lines = g_strsplit(r->out, "\n", -1);
+        for (int i = 0; lines[i]; i++) {
+                if (lines[i][0] == '\0')
+                        continue;
+                const char *eq = strchr(lines[i], '=');
+                g_assert_nonnull(eq);
+                g_assert_null(strchr(eq + 1, ' '));
+                g_assert_null(strchr(eq + 1, '"'));
+        }
+        g_assert_nonnull(kv(r, "BTRFS_SCAN_GATE_DECISION"));
+        g_assert_nonnull(kv(r, "BTRFS_SCAN_GATE_REASON"));
+}
+
+static void run_udev_quiet(Fixture *f, const DevSpec *s)
+{
+        Run r;
+        world_uevent(f, s, "add");
+        run_udev(f, s, &r, FALSE);
+        run_clear(&r);
+}
+
+static void run_boot(Fixture *f)
+{
+        Run r;
+        const char *args[] = {"boot", NULL};
+        run_helper(f, &r, args);
+        g_assert_cmpint(r.status, ==, 0);
+        run_clear(&r);
+}
+
+#define assert_kv(r, key, want) g_assert_cmpstr(kv((r), "BTRFS_SCAN_GATE_" key), ==, (want))
+
+static void assert_registry(const char *want)
+{
+        g_autofree char *got = registry_string();
+        if (g_strcmp0(got, want) != 0) {
+                g_autofree char *log = kernel_log_string();
+                g_test_message("fake kernel log: %s", log);
+        }
+        g_assert_cmpstr(got, ==, want);
+}
+
+static void assert_skip_scan(const char *want)
+{
+        g_autofree char *got = skip_scan_contents();
+        g_assert_cmpstr(got, ==, want);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Scenarios.                                                                                        */
+
+/* SteamOS: one NVMe-like disk, A and B byte-identical clones, home unique, esp vfat. */
+static const DevSpec steamos[] = {
+        {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+        {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"},
+        {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B"},
+        {.node = "sda6", .disk = "sda", .partn = 6, .image = "var", .partlabel = "var-A"},
+        {.node = "sda7", .disk = "sda", .partn = 7, .image = "var", .partlabel = "var-B"},
+        {.node = "sda8", .disk = "sda", .partn = 8, .image = "home", .partlabel = "home"},
+};
+#define STEAMOS_CMDLINE "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-A rw quiet"
+#define STEAMOS_REGISTRY "/dev/sda4,/dev/sda6,/dev/sda8"
+#define STEAMOS_SKIP "/dev/sda5,/dev/sda7"
+
+static void steamos_prepare(Fixture *f)
+{
+        set_cmdline(f, STEAMOS_CMDLINE);
+        world_add_all(f, steamos, G_N_ELEMENTS(steamos));
+}
+
+static void test_steamos_udev(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+
+        world_uevent(f, &steamos[0], "add");
+        run_udev(f, &steamos[0], &r, FALSE);
+        assert_kv(&r, "DECISION", "ignore");
+        assert_kv(&r, "REASON", "not-btrfs");
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda1"), ==, 0);
+        run_clear(&r);
+
+        run_udev(f, &steamos[1], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "FSID", "11111111-1111-4111-8111-111111111111");
+        assert_kv(&r, "DEVID", "1");
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_BASE", "rootfs");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        g_assert_null(kv(&r, "UDISKS_IGNORE"));
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
+        run_clear(&r);
+
+        run_udev(f, &steamos[2], &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "SLOT", "B");
+        assert_kv(&r, "SLOT_BASE", "rootfs");
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda5"), ==, 0);
+        run_clear(&r);
+
+        for (gsize i = 3; i < G_N_ELEMENTS(steamos); i++)
+                run_udev_quiet(f, &steamos[i]);
+
+        assert_registry(STEAMOS_REGISTRY);
+        assert_skip_scan(STEAMOS_SKIP);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda7"), ==, 0);
+}
+
+static void test_steamos_home_unique(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        run_udev(f, &steamos[5], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "unique");
+        assert_kv(&r, "FSID", "33333333-3333-4333-8333-333333333333");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_registry("/dev/sda8");
+        run_clear(&r);
+}
+
+static void test_steamos_boot(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *args[] = {"boot", NULL};
+        steamos_prepare(f);
+        run_helper(f, &r, args);
+        g_assert_cmpint(r.status, ==, 0);
+        assert_registry(STEAMOS_REGISTRY);
+        assert_skip_scan(STEAMOS_SKIP);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda5"), ==, 0);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda7"), ==, 0);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda1"), ==, 0);
+        run_clear(&r);
+}
+
+/* The B slot is the active one: the mirror image of the decisions. */
+static void test_steamos_slot_b(Fixture *f, gconstpointer data)
+{
+        world_add_all(f, steamos, G_N_ELEMENTS(steamos));
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-B rw quiet");
+        for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++)
+                run_udev_quiet(f, &steamos[i]);
+        assert_registry("/dev/sda5,/dev/sda7,/dev/sda8");
+        assert_skip_scan("/dev/sda4,/dev/sda6");
+}
+
+/* RAUC: the bootloader says rauc.slot=A; partition labels rootfs_a/rootfs_b. */
+static const DevSpec rauc[] = {
+        {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs_a"},
+        {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs_b"},
+        {.node = "sdb3", .disk = "sdb", .partn = 3, .image = "home", .partlabel = "data"},
+};
+
+static void test_rauc(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, rauc, G_N_ELEMENTS(rauc));
+        set_cmdline(f, "console=ttyS0 root=/dev/sdb2 rootwait rauc.slot=B");
+
+        run_udev(f, &rauc[0], &r, FALSE);
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        run_clear(&r);
+
+        run_udev(f, &rauc[1], &r, FALSE);
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        run_clear(&r);
+
+        run_udev_quiet(f, &rauc[2]);
+        assert_registry("/dev/sdb2,/dev/sdb3");
+        assert_skip_scan("/dev/sdb1");
+}
+
+/* RAID1 pair (devid 1 and 2, slot A) and a clone of member 1 in slot B. */
+static const DevSpec raid[] = {
+        {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "raid-1", .partlabel = "data-A"},
+        {.node = "sdd1", .disk = "sdd", .partn = 1, .image = "raid-2", .partlabel = "data-A"},
+        {.node = "sde1", .disk = "sde", .partn = 1, .image = "raid-1", .partlabel = "data-B"},
+};
+
+static void test_raid_clone(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, raid, G_N_ELEMENTS(raid));
+        set_cmdline(f, "root=PARTLABEL=rootfs-A rauc.slot=A");
+
+        run_udev(f, &raid[0], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "raid-clone-active");
+        assert_kv(&r, "DEVID", "1");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0"); /* devid 2 not registered yet */
+        run_clear(&r);
+
+        run_udev(f, &raid[2], &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "raid-clone-inactive");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sde1"), ==, 0);
+        run_clear(&r);
+
+        run_udev(f, &raid[1], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "DEVID", "2");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        run_clear(&r);
+
+        assert_registry("/dev/sdc1,/dev/sdd1");
+        assert_skip_scan("/dev/sde1");
+}
+
+/* A plain two-device filesystem without clones. */
+static void test_raid_plain(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, raid, 2);
+        run_udev(f, &raid[1], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "multi-device");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0");
+        run_clear(&r);
+        run_udev(f, &raid[0], &r, FALSE);
+        assert_kv(&r, "REASON", "multi-device");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        run_clear(&r);
+        assert_registry("/dev/sdc1,/dev/sdd1");
+        assert_skip_scan("");
+}
+
+static const DevSpec seed_dev = {.node = "sdf1", .disk = "sdf", .partn = 1, .image = "seed",
+                                 .partlabel = "seed"};
+
+static void test_seed(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add(f, &seed_dev);
+        run_udev(f, &seed_dev, &r, FALSE);
+        assert_kv(&r, "REASON", "seed");
+        assert_kv(&r, "FSID", "55555555-5555-4555-8555-555555555555");
+        assert_kv(&r, "DECISION", "scan");
+        assert_registry("/dev/sdf1");
+        run_clear(&r);
+}
+
+/* A USB stick carrying a clone of the mounted root must never be scanned (hijack guard). */
+static const DevSpec usb_clone = {.node = "sdg", .image = "rootfs", .removable = TRUE};
+
+static void test_usb_hijack(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        kernel_mount("/dev/sda4");
+        const char *mounts[] = {"/dev/sda4", "/", NULL};
+        set_mountinfo(f, mounts);
+        world_add(f, &usb_clone);
+        world_uevent(f, &usb_clone, "add");
+
+        run_udev(f, &usb_clone, &r, FALSE);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_DECISION"), !=, "scan");
+        assert_kv(&r, "REASON", "removable-clone-of-mounted");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        run_clear(&r);
+
+        /* and neither does a boot-time pass nor a repeated event scan it */
+        const char *args[] = {"boot", NULL};
+        run_helper(f, &r, args);
+        run_clear(&r);
+        run_udev_quiet(f, &usb_clone);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdg"), ==, 0);
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sdg"), ==, 0);
+        g_autofree char *reg = registry_string();
+        g_assert_null(strstr(reg, "/dev/sdg"));
+        /* the mounted root is still registered under its own path */
+        g_assert_nonnull(strstr(reg, "/dev/sda4"));
+}
+
+/* No skip_scan parameter: the helper says so, decides the same, and exits 0 for udev. */
+static void test_unpatched_kernel(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        set_skip_scan_param(FALSE);
+        set_feature("virtual_fsid", FALSE);
+
+        run_udev(f, &steamos[1], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "clone");
+        run_clear(&r);
+        run_udev(f, &steamos[2], &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "clone");
+        g_assert_true(strstr(r.err, "skip_scan") || kv(&r, "BTRFS_SCAN_GATE_ERROR"));
+        run_clear(&r);
+        for (gsize i = 3; i < G_N_ELEMENTS(steamos); i++)
+                run_udev_quiet(f, &steamos[i]);
+        assert_registry(STEAMOS_REGISTRY);
+        g_autofree char *skip = skip_scan_contents();
+        g_assert_null(skip); /* never created by the helper */
+
+        const char *args[] = {"status", NULL};
+        run_helper(f, &r, args);
+        g_assert_nonnull(strstr(r.out, "skip_scan"));
+        run_clear(&r);
+}
+
+/* Upstream 6.7+: temp_fsid present. Decisions must still leave the inactive clone unscanned. */
+static void test_upstream_kernel(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        set_skip_scan_param(FALSE);
+        set_feature("virtual_fsid", FALSE);
+        set_feature("temp_fsid", TRUE);
+        for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++) {
+                run_udev(f, &steamos[i], &r, FALSE);
+                g_assert_cmpint(r.status, ==, 0);
+                run_clear(&r);
+        }
+        g_autofree char *reg = registry_string();
+        g_assert_nonnull(strstr(reg, "/dev/sda4"));
+        g_assert_nonnull(strstr(reg, "/dev/sda6"));
+        g_assert_nonnull(strstr(reg, "/dev/sda8"));
+        const char *args[] = {"status", NULL};
+        run_helper(f, &r, args);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_nonnull(strstr(r.out, "temp_fsid"));
+        run_clear(&r);
+}
+
+/* No /dev/btrfs-control (btrfs not loaded): not ready, exit 0, nothing crashes. */
+static void test_missing_control(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        g_autofree char *node = tb_path("dev/btrfs-control");
+        g_assert_cmpint(unlink(node), ==, 0);
+        g_autofree char *link = tb_path("dev/.node/btrfs-control");
+        (void)unlink(link);
+        /* a path no host has either, so nothing can fall through to a real node */
+        g_free(f->control);
+        f->control = g_strdup("/dev/bsg-test-absent/btrfs-control");
+
+        run_udev(f, &steamos[1], &r, FALSE);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0");
+        g_assert_nonnull(kv(&r, "BTRFS_SCAN_GATE_ERROR"));
+        run_clear(&r);
+        g_assert_cmpuint(kernel_log_len(), ==, 0);
+}
+
+/* Bad inputs: never scanned, never a crash, exit 0. */
+static const DevSpec bad[] = {
+        {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A",
+         .mut = MUT_TRUNCATED},
+        {.node = "sdh2", .disk = "sdh", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B",
+         .mut = MUT_BAD_MAGIC},
+        {.node = "sdh3", .disk = "sdh", .partn = 3, .image = "rootfs", .partlabel = "rootfs-B",
+         .mut = MUT_BAD_CSUM},
+        {.node = "sdh4", .disk = "sdh", .partn = 4, .image = NULL, .partlabel = "empty"},
+};
+
+static void test_bad_superblocks(Fixture *f, gconstpointer data)
+{
+        world_add_all(f, bad, G_N_ELEMENTS(bad));
+        for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+                Run r;
+                g_autofree char *devnode = devnode_of(&bad[i]);
+                g_test_message("bad input %s", devnode);
+                run_udev(f, &bad[i], &r, FALSE);
+                g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_DECISION"), !=, "scan");
+                const char *reason = kv(&r, "BTRFS_SCAN_GATE_REASON");
+                if (bad[i].mut == MUT_BAD_MAGIC || bad[i].image == NULL)
+                        g_assert_cmpstr(reason, ==, "not-btrfs");
+                else
+                        g_assert_true(g_str_equal(reason, "not-btrfs") ||
+                                      g_str_equal(reason, "invalid-superblock"));
+                g_assert_cmpuint(kernel_count(NULL, devnode), ==, 0);
+                run_clear(&r);
+        }
+        assert_registry("");
+}
+
+/* A devnode with a comma cannot be written into the comma-separated skip list. */
+static const DevSpec comma[] = {
+        {.node = "sdi1", .disk = "sdi", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+        {.node = "dm-0", .image = "rootfs", .partlabel = NULL, .devname = "/dev/mapper/rootfs,B"},
+};
+
+static void test_bad_path(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, comma, G_N_ELEMENTS(comma));
+        run_udev(f, &comma[1], &r, FALSE);
+        assert_kv(&r, "REASON", "bad-path");
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_DECISION"), !=, "scan");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/mapper/rootfs,B"), ==, 0);
+        g_autofree char *skip = skip_scan_contents();
+        g_assert_null(strchr(skip, ','));
+        g_assert_null(strstr(skip, "rootfs"));
+}
+
+/* --dry-run decides and prints but touches neither the kernel nor skip_scan nor the state file. */
+static void test_dry_run(Fixture *f, gconstpointer data)
+{
+        steamos_prepare(f);
+        for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++) {
+                Run r;
+                run_udev(f, &steamos[i], &r, TRUE);
+                if (g_strcmp0(kv(&r, "BTRFS_SCAN_GATE_DECISION"), "ignore") != 0)
+                        assert_kv(&r, "ACTION", "dry-run");
+                run_clear(&r);
+        }
+        /* the decisions are the real ones */
+        Run r;
+        run_udev(f, &steamos[2], &r, TRUE);
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+
+        Run b;
+        const char *args[] = {"--dry-run", "boot", NULL};
+        run_helper(f, &b, args);
+        g_assert_cmpint(b.status, ==, 0);
+        run_clear(&b);
+
+        g_assert_cmpuint(kernel_log_len(), ==, 0);
+        assert_skip_scan("");
+        g_autofree char *state = g_build_filename(f->rundir, "devices", NULL);
+        g_assert_false(g_file_test(state, G_FILE_TEST_EXISTS));
+}
+
+static gboolean valid_json(const char *text)
+{
+        g_autofree char *py = g_find_program_in_path("python3");
+        if (!py) {
+                g_autofree char *t = g_strstrip(g_strdup(text));
+                return t[0] == '{' && g_str_has_suffix(t, "}");
+        }
+        g_autofree char *file = g_build_filename(tb_root, "scratch", "status.json", NULL);
+        write_file(file, text, -1);
+        const char *argv[] = {py, "-c", "import json,sys; json.load(open(sys.argv[1]))", file, NULL};
+        int status = -1;
+        g_autofree char *err = NULL;
+        if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                          &status, NULL))
+                return FALSE;
+        if (status != 0)
+                g_test_message("status --json is not JSON: %s", err);
+        return status == 0;
+}
+
+/* status (text and --json) after the SteamOS devices were handled. */
+static void test_status(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f);
+        for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++)
+                run_udev_quiet(f, &steamos[i]);
+        guint ioctls = kernel_log_len();
+
+        const char *text[] = {"status", NULL};
+        run_helper(f, &r, text);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_nonnull(strstr(r.out, "/dev/sda4"));
+        g_assert_nonnull(strstr(r.out, "/dev/sda5"));
+        g_assert_nonnull(strstr(r.out, "11111111-1111-4111-8111-111111111111"));
+        g_assert_nonnull(strstr(r.out, "skip_scan"));
+        run_clear(&r);
+
+        const char *json[] = {"status", "--json", NULL};
+        run_helper(f, &r, json);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_true(valid_json(r.out));
+        g_assert_nonnull(strstr(r.out, "/dev/sda5"));
+        g_assert_nonnull(strstr(r.out, "11111111-1111-4111-8111-111111111111"));
+        run_clear(&r);
+
+        /* status only reads */
+        g_assert_cmpuint(kernel_log_len(), ==, ioctls);
+        assert_skip_scan(STEAMOS_SKIP);
+}
+
+static void test_usage(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *none[] = {NULL};
+        run_helper(f, &r, none);
+        g_assert_cmpint(r.status, ==, 2);
+        run_clear(&r);
+        const char *bogus[] = {"frobnicate", NULL};
+        run_helper(f, &r, bogus);
+        g_assert_cmpint(r.status, ==, 2);
+        run_clear(&r);
+        const char *udev_noarg[] = {"udev", NULL};
+        run_helper(f, &r, udev_noarg);
+        g_assert_cmpint(r.status, ==, 2);
+        run_clear(&r);
+        const char *help[] = {"--help", NULL};
+        run_helper(f, &r, help);
+        g_assert_cmpint(r.status, ==, 0);
+        run_clear(&r);
+        g_assert_cmpuint(kernel_log_len(), ==, 0);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Order independence.                                                                               */
+
+typedef enum { ORDER_HOTPLUG, ORDER_COLDPLUG, ORDER_BOOT_THEN_UDEV } OrderMode;
+
+typedef struct {
+        char *registry;
+        char *skip;
+} Outcome;
+
+static void outcome_clear(Outcome *o)
+{
+        g_free(o->registry);
+        g_free(o->skip);
+}
+
+static char *order_string(const DevSpec *devs, const int *order, int n)
+{
+        GString *s = g_string_new(NULL);
+        for (int i = 0; i < n; i++)
+                g_string_append_printf(s, "%s%s", i ? " " : "", devs[order[i]].node);
+        return g_string_free(s, FALSE);
+}
+
+/* Plays one order on a fresh machine and returns the final kernel registry and skip_scan. */
+static void play_order(Fixture *f, const char *cmdline, const DevSpec *devs, const int *order, int n,
+                       OrderMode mode, Outcome *ret)
+{
+        world_reset(f);
+        set_cmdline(f, cmdline);
+        if (mode != ORDER_HOTPLUG)
+                world_add_all(f, devs, n);
+        if (mode == ORDER_BOOT_THEN_UDEV)
+                run_boot(f);
+        for (int i = 0; i < n; i++) {
+                if (mode == ORDER_HOTPLUG)
+                        world_add(f, &devs[order[i]]);
+                run_udev_quiet(f, &devs[order[i]]);
+        }
+        ret->registry = registry_string();
+        ret->skip = skip_scan_contents();
+}
+
+static void check_outcome(const Outcome *o, const Outcome *first, const char *order, const char *want_reg,
+                          const char *want_skip)
+{
+        if (g_strcmp0(o->registry, first->registry) != 0 || g_strcmp0(o->skip, first->skip) != 0 ||
+            (want_reg && g_strcmp0(o->registry, want_reg) != 0) ||
+            (want_skip && g_strcmp0(o->skip, want_skip) != 0)) {
+                g_autofree char *log = kernel_log_string();
+                g_test_message("order [%s]: registry {%s} skip_scan {%s}; first order gave {%s} {%s}; "
+                               "fake kernel log: %s",
+                               order, o->registry, o->skip, first->registry, first->skip, log);
+        }
+        g_assert_cmpstr(o->registry, ==, first->registry);
+        g_assert_cmpstr(o->skip, ==, first->skip);
+        if (want_reg)
+                g_assert_cmpstr(o->registry, ==, want_reg);
+        if (want_skip)
+                g_assert_cmpstr(o->skip, ==, want_skip);
+}
+
+static gboolean next_permutation(int *a, int n)
+{
+        int i = n - 2;
+        while (i >= 0 && a[i] >= a[i + 1])
+                i--;
+        if (i < 0)
+                return FALSE;
+        int j = n - 1;
+        while (a[j] <= a[i])
+                j--;
+        int t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        for (int l = i + 1, r = n - 1; l < r; l++, r--) {
+                t = a[l];
+                a[l] = a[r];
+                a[r] = t;
+        }
+        return TRUE;
+}
+
+/* rootfs-A/B and var-A/B, byte-identical clones per pair. */
+static const DevSpec four[] = {
+        {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"},
+        {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B"},
+        {.node = "sda6", .disk = "sda", .partn = 6, .image = "var", .partlabel = "var-A"},
+        {.node = "sda7", .disk = "sda", .partn = 7, .image = "var", .partlabel = "var-B"},
+};
+
+static void permutations(Fixture *f, OrderMode mode)
+{
+        int order[] = {0, 1, 2, 3};
+        Outcome first = {0};
+        int count = 0;
+        do {
+                Outcome o = {0};
+                g_autofree char *desc = order_string(four, order, 4);
+                play_order(f, STEAMOS_CMDLINE, four, order, 4, mode, &o);
+                if (count == 0)
+                        first = (Outcome){g_strdup(o.registry), g_strdup(o.skip)};
+                check_outcome(&o, &first, desc, "/dev/sda4,/dev/sda6", "/dev/sda5,/dev/sda7");
+                outcome_clear(&o);
+                count++;
+        } while (next_permutation(order, 4));
+        g_assert_cmpint(count, ==, 24);
+        outcome_clear(&first);
+}
+
+static void test_perm_hotplug(Fixture *f, gconstpointer data)
+{
+        permutations(f, ORDER_HOTPLUG);
+}
+
+static void test_perm_coldplug(Fixture *f, gconstpointer data)
+{
+        permutations(f, ORDER_COLDPLUG);
+}
+
+static void test_perm_boot(Fixture *f, gconstpointer data)
+{
+        permutations(f, ORDER_BOOT_THEN_UDEV);
+}
+
+/* Ten devices: two clone pairs, a unique fs, the esp, a RAID1 pair with a clone member, a seed. */
+static const DevSpec ten[] = {
+        {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+        {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"},
+        {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B"},
+        {.node = "sda6", .disk = "sda", .partn = 6, .image = "var", .partlabel = "var-A"},
+        {.node = "sda7", .disk = "sda", .partn = 7, .image = "var", .partlabel = "var-B"},
+        {.node = "sda8", .disk = "sda", .partn = 8, .image = "home", .partlabel = "home"},
+        {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "raid-1", .partlabel = "data-A"},
+        {.node = "sdd1", .disk = "sdd", .partn = 1, .image = "raid-2", .partlabel = "data-A"},
+        {.node = "sde1", .disk = "sde", .partn = 1, .image = "raid-1", .partlabel = "data-B"},
+        {.node = "sdf1", .disk = "sdf", .partn = 1, .image = "seed", .partlabel = "seed"},
+};
+
+static void test_random_orders(Fixture *f, gconstpointer data)
+{
+        const char *env_seed = g_getenv("BSG_SEED");
+        guint32 seed = env_seed ? (guint32)strtoul(env_seed, NULL, 0) : 20261203u;
+        int rounds = under_wrapper ? 6 : 50;
+        GRand *rand = g_rand_new_with_seed(seed);
+        Outcome first = {0};
+        const int n = G_N_ELEMENTS(ten);
+
+        g_test_message("random orders: seed %u (set BSG_SEED to replay), %d orders", seed, rounds);
+        printf("# random orders: seed %u, %d orders\n", seed, rounds);
+        for (int round = 0; round < rounds; round++) {
+                int order[G_N_ELEMENTS(ten)];
+                for (int i = 0; i < n; i++)
+                        order[i] = i;
+                for (int i = n - 1; i > 0; i--) {
+                        int j = g_rand_int_range(rand, 0, i + 1);
+                        int t = order[i];
+                        order[i] = order[j];
+                        order[j] = t;
+                }
+                OrderMode mode = round % 3 == 2 ? ORDER_BOOT_THEN_UDEV : round % 3 == 1 ? ORDER_COLDPLUG
+                                                                                       : ORDER_HOTPLUG;
+                g_autofree char *desc = order_string(ten, order, n);
+                Outcome o = {0};
+                play_order(f, STEAMOS_CMDLINE, ten, order, n, mode, &o);
+                if (round == 0)
+                        first = (Outcome){g_strdup(o.registry), g_strdup(o.skip)};
+                check_outcome(&o, &first, desc, NULL, NULL);
+                /* what must (not) be registered whatever the policy for the seed */
+                const char *must[] = {"/dev/sda4", "/dev/sda6", "/dev/sda8", "/dev/sdc1", "/dev/sdd1", NULL};
+                const char *never[] = {"/dev/sda1", "/dev/sda5", "/dev/sda7", "/dev/sde1", NULL};
+                g_auto(GStrv) reg = g_strsplit(o.registry, ",", -1);
+                for (int i = 0; must[i]; i++)
+                        g_assert_true(g_strv_contains((const char *const *)reg, must[i]));
+                for (int i = 0; never[i]; i++)
+                        g_assert_false(g_strv_contains((const char *const *)reg, never[i]));
+                outcome_clear(&o);
+        }
+        outcome_clear(&first);
+        g_rand_free(rand);
+}
+
+/* Two `udev` invocations for the two clones started at the same instant. */
+static GSubprocess *spawn_udev(Fixture *f, const DevSpec *s, const char *out)
+{
+        g_autofree char *devnode = devnode_of(s);
+        const char *args[] = {"udev", devnode, NULL};
+        g_auto(GStrv) argv = helper_argv(args);
+        g_auto(GStrv) env = helper_env(f, s);
+        g_autoptr(GSubprocessLauncher) l = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_MERGE);
+        g_subprocess_launcher_set_environ(l, env);
+        g_subprocess_launcher_set_stdout_file_path(l, out);
+        GError *error = NULL;
+        GSubprocess *p = g_subprocess_launcher_spawnv(l, (const char *const *)argv, &error);
+        if (!p)
+                g_error("cannot run %s: %s", argv[0], error->message);
+        return p;
+}
+
+static void test_concurrent_clones(Fixture *f, gconstpointer data)
+{
+        int reps = under_wrapper ? 3 : 12;
+        for (int rep = 0; rep < reps; rep++) {
+                world_reset(f);
+                set_cmdline(f, STEAMOS_CMDLINE);
+                world_add_all(f, four, 2);
+                g_autofree char *out_a = g_build_filename(f->dir, "out-a", NULL);
+                g_autofree char *out_b = g_build_filename(f->dir, "out-b", NULL);
+                GSubprocess *pa = spawn_udev(f, &four[rep % 2], out_a);
+                GSubprocess *pb = spawn_udev(f, &four[(rep + 1) % 2], out_b);
+                g_assert_true(g_subprocess_wait(pa, NULL, NULL));
+                g_assert_true(g_subprocess_wait(pb, NULL, NULL));
+                int sa = g_subprocess_get_exit_status(pa), sb = g_subprocess_get_exit_status(pb);
+                if (sa != 0 || sb != 0) {
+                        g_autofree char *ta = read_file(out_a), *tb_ = read_file(out_b);
+                        g_test_message("outputs:\n%s\n---\n%s", ta, tb_);
+                }
+                g_assert_cmpint(sa, ==, 0);
+                g_assert_cmpint(sb, ==, 0);
+                g_object_unref(pa);
+                g_object_unref(pb);
+                assert_registry("/dev/sda4");
+                assert_skip_scan("/dev/sda5");
+        }
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
+{
+        g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown);
+}
+
+int main(int argc, char **argv)
+{
+        g_test_init(&argc, &argv, NULL);
+
+        const char *helper = g_getenv("BSG_HELPER");
+        fixtures_dir = g_getenv("BSG_FIXTURES");
+        if (!helper || !fixtures_dir) {
+                g_printerr("BSG_HELPER and BSG_FIXTURES must be set (CTest sets them)\n");
+                return 1;
+        }
+        const char *preload = g_getenv("LD_PRELOAD");
+        if (!preload || !strstr(preload, "libumockdev-preload")) {
+                g_printerr("not running under the umockdev preload (LD_PRELOAD=libumockdev-preload.so.0 "
+                           "or umockdev-wrapper)\n");
+                return 1;
+        }
+        const char *wrapper = g_getenv("BSG_HELPER_WRAPPER");
+        GPtrArray *a = g_ptr_array_new();
+        if (wrapper && wrapper[0]) {
+                under_wrapper = TRUE;
+                g_auto(GStrv) words = g_strsplit(wrapper, " ", -1);
+                for (int i = 0; words[i]; i++)
+                        if (words[i][0])
+                                g_ptr_array_add(a, g_strdup(words[i]));
+        }
+        g_ptr_array_add(a, g_strdup(helper));
+        g_ptr_array_add(a, NULL);
+        helper_argv0 = (char **)g_ptr_array_free(a, FALSE);
+
+        kern.log = g_ptr_array_new_with_free_func(g_free);
+        kern.devs = g_ptr_array_new_with_free_func(kdev_free);
+        tb = umockdev_testbed_new();
+        tb_root = umockdev_testbed_get_root_dir(tb);
+        UMockdevIoctlBase *handler = umockdev_ioctl_base_new();
+        g_signal_connect(handler, "handle-ioctl", G_CALLBACK(on_handle_ioctl), NULL);
+        GError *error = NULL;
+        /* the node must exist so nothing can reach the host's real /dev/btrfs-control */
+        make_node("/dev/btrfs-control", "", 0, 10, 234, FALSE);
+        if (!umockdev_testbed_attach_ioctl(tb, "/dev/btrfs-control", handler, &error))
+                g_error("cannot attach the fake /dev/btrfs-control: %s", error->message);
+
+        add("/helper/steamos/udev", test_steamos_udev);
+        add("/helper/steamos/home-unique", test_steamos_home_unique);
+        add("/helper/steamos/boot", test_steamos_boot);
+        add("/helper/steamos/slot-b", test_steamos_slot_b);
+        add("/helper/rauc/slot-b", test_rauc);
+        add("/helper/raid/clone-member", test_raid_clone);
+        add("/helper/raid/plain", test_raid_plain);
+        add("/helper/seed/single", test_seed);
+        add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
+        add("/helper/kernel/unpatched", test_unpatched_kernel);
+        add("/helper/kernel/upstream-temp-fsid", test_upstream_kernel);
+        add("/helper/kernel/missing-control", test_missing_control);
+        add("/helper/input/bad-superblocks", test_bad_superblocks);
+        add("/helper/input/path-with-comma", test_bad_path);
+        add("/helper/input/usage", test_usage);
+        add("/helper/mode/dry-run", test_dry_run);
+        add("/helper/mode/status", test_status);
+        add("/helper/order/permutations-hotplug", test_perm_hotplug);
+        add("/helper/order/permutations-coldplug", test_perm_coldplug);
+        add("/helper/order/permutations-boot", test_perm_boot);
+        add("/helper/order/random", test_random_orders);
+        add("/helper/order/concurrent-clones", test_concurrent_clones);
+
+        int ret = g_test_run();
+
+        umockdev_testbed_detach_ioctl(tb, "/dev/btrfs-control", NULL);
+        g_object_unref(handler);
+        g_object_unref(tb);
+        g_free(tb_root);
+        g_strfreev(helper_argv0);
+        g_ptr_array_unref(kern.log);
+        g_ptr_array_unref(kern.devs);
+        return ret;
+}

@@ -37,6 +37,7 @@
 #define SB_DEVID 0xc9
 #define SB_DEV_UUID (0xc9 + 0x42)
 #define SB_LABEL 0x12b
+#define STEAMOS_CONFIG "active_slot=A\nslot_suffixes=-A,-B\n"
 #define FAKE_MAJOR_BASE 4000 /* no host has these: libudev reads the host's /run/udev/data */
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -554,6 +555,12 @@ static char *skip_scan_contents(void)
         return s;
 }
 
+/* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. */
+static void set_config(Fixture *f, const char *text)
+{
+        write_file(f->config, text, -1);
+}
+
 static void set_cmdline(Fixture *f, const char *cmdline)
 {
         g_autofree char *line = g_strdup_printf("%s\n", cmdline);
@@ -613,8 +620,7 @@ static void world_reset(Fixture *f)
         write_file(feat, "crc32c xxhash64 sha256 blake2b\n", -1);
         set_mountinfo(f, NULL);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A rw quiet");
-        g_autofree char *conf = g_strdup("");
-        write_file(f->config, conf, -1);
+        set_config(f, STEAMOS_CONFIG);
         g_free(f->control);
         f->control = g_strdup("/dev/btrfs-control");
 }
@@ -829,6 +835,7 @@ static const DevSpec steamos[] = {
 static void steamos_prepare(Fixture *f)
 {
         set_cmdline(f, STEAMOS_CMDLINE);
+        set_config(f, STEAMOS_CONFIG);
         world_add_all(f, steamos, G_N_ELEMENTS(steamos));
 }
 
@@ -908,6 +915,7 @@ static void test_steamos_slot_b(Fixture *f, gconstpointer data)
 {
         world_add_all(f, steamos, G_N_ELEMENTS(steamos));
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-B rw quiet");
+        set_config(f, "active_slot=B\nslot_suffixes=-A,-B\n");
         for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++)
                 run_udev_quiet(f, &steamos[i]);
         assert_registry("/dev/sda5,/dev/sda7,/dev/sda8");
@@ -921,29 +929,44 @@ static const DevSpec rauc[] = {
         {.node = "sdb3", .disk = "sdb", .partn = 3, .image = "home", .partlabel = "data"},
 };
 
+/* data: the slot the kernel command line names, "A" or "B" */
 static void test_rauc(Fixture *f, gconstpointer data)
 {
         Run r;
+        gboolean b = g_str_equal(data, "B");
+        const DevSpec *active = &rauc[b ? 1 : 0], *inactive = &rauc[b ? 0 : 1];
+        g_autofree char *cmdline = g_strdup_printf("console=ttyS0 root=/dev/sdb%d rootwait rauc.slot=%s",
+                                                   b ? 2 : 1, (const char *)data);
         world_add_all(f, rauc, G_N_ELEMENTS(rauc));
-        set_cmdline(f, "console=ttyS0 root=/dev/sdb2 rootwait rauc.slot=B");
+        /* no active_slot in the config: the kernel command line names it */
+        set_config(f, "active_slot=\nslot_suffixes=_a,_b\n");
+        set_cmdline(f, cmdline);
 
         run_udev(f, &rauc[0], &r, FALSE);
         assert_kv(&r, "REASON", "clone");
-        assert_kv(&r, "DECISION", "skip");
-        assert_kv(&r, "SLOT_ACTIVE", "0");
-        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        assert_kv(&r, "DECISION", b ? "skip" : "scan");
+        assert_kv(&r, "SLOT_BASE", "rootfs");
+        assert_kv(&r, "SLOT_ACTIVE", b ? "0" : "1");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, b ? "1" : NULL);
         run_clear(&r);
 
         run_udev(f, &rauc[1], &r, FALSE);
         assert_kv(&r, "REASON", "clone");
-        assert_kv(&r, "DECISION", "scan");
-        assert_kv(&r, "SLOT_ACTIVE", "1");
-        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_kv(&r, "DECISION", b ? "scan" : "skip");
+        assert_kv(&r, "SLOT_ACTIVE", b ? "1" : "0");
+        if (b)
+                g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
         run_clear(&r);
 
         run_udev_quiet(f, &rauc[2]);
-        assert_registry("/dev/sdb2,/dev/sdb3");
-        assert_skip_scan("/dev/sdb1");
+        g_autofree char *devnode = devnode_of(active);
+        g_autofree char *want = g_strdup_printf("%s,/dev/sdb3", devnode);
+        assert_registry(want);
+        g_autofree char *skip = devnode_of(inactive);
+        assert_skip_scan(skip);
+        /* an inactive clone seen second never reaches the kernel */
+        if (!b)
+                g_assert_cmpuint(kernel_count(NULL, skip), ==, 0);
 }
 
 /* RAID1 pair (devid 1 and 2, slot A) and a clone of member 1 in slot B. */
@@ -1554,7 +1577,8 @@ int main(int argc, char **argv)
         add("/helper/steamos/home-unique", test_steamos_home_unique);
         add("/helper/steamos/boot", test_steamos_boot);
         add("/helper/steamos/slot-b", test_steamos_slot_b);
-        add("/helper/rauc/slot-b", test_rauc);
+        g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
+        g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/raid/clone-member", test_raid_clone);
         add("/helper/raid/plain", test_raid_plain);
         add("/helper/seed/single", test_seed);

@@ -228,23 +228,6 @@ static void kernel_reset(void)
         g_mutex_unlock(&kern.lock);
 }
 
-/* Pretends a filesystem is mounted from PATH: registered, busy, and listed in /sys/fs/btrfs. */
-static void kernel_mount(const char *path)
-{
-        KDev sb = {0};
-        g_assert_true(kernel_read_super(path, &sb));
-        g_mutex_lock(&kern.lock);
-        g_assert_cmpint(kernel_register(path, &sb), ==, 0);
-        kernel_find(sb.fsid, sb.devid)->mounted = TRUE;
-        g_mutex_unlock(&kern.lock);
-
-        g_autofree char *dir = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "devices", NULL);
-        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
-        g_autofree char *mu = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "metadata_uuid", NULL);
-        g_autofree char *line = g_strdup_printf("%s\n", sb.fsid);
-        g_assert_true(g_file_set_contents(mu, line, -1, NULL));
-}
-
 static int cmp_str_ptr(gconstpointer a, gconstpointer b)
 {
         return g_strcmp0(*(char *const *)a, *(char *const *)b);
@@ -527,6 +510,29 @@ static void world_uevent(Fixture *f, const DevSpec *s, const char *action)
         umockdev_testbed_uevent(tb, g_hash_table_lookup(f->syspaths, s->node), action);
 }
 
+/* Pretends the filesystem on S is mounted: registered and busy in the fake kernel, and listed in
+ * /sys/fs/btrfs/<fsid>/ (devices/<name> link, metadata_uuid) as the kernel lists it. */
+static void kernel_mount(Fixture *f, const DevSpec *s)
+{
+        g_autofree char *path = devnode_of(s);
+        KDev sb = {0};
+        g_assert_true(kernel_read_super(path, &sb));
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_register(path, &sb), ==, 0);
+        kernel_find(sb.fsid, sb.devid)->mounted = TRUE;
+        g_mutex_unlock(&kern.lock);
+
+        g_autofree char *dir = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "devices", NULL);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
+        g_autofree char *target = g_strdup_printf("../../../..%s", syspath + strlen("/sys"));
+        g_autofree char *link = g_build_filename(dir, s->node, NULL);
+        g_assert_cmpint(symlink(target, link), ==, 0);
+        g_autofree char *mu = g_build_filename(tb_root, "sys/fs/btrfs", sb.fsid, "metadata_uuid", NULL);
+        g_autofree char *line = g_strdup_printf("%s\n", sb.fsid);
+        g_assert_true(g_file_set_contents(mu, line, -1, NULL));
+}
+
 static void set_skip_scan_param(gboolean patched)
 {
         g_autofree char *file = tb_path("sys/module/btrfs/parameters/skip_scan");
@@ -602,6 +608,18 @@ static void world_reset(Fixture *f)
         for (guint i = paths->len; i > 0; i--)
                 umockdev_testbed_remove_device(tb, paths->pdata[i - 1]);
         g_hash_table_remove_all(f->syspaths);
+        /* umockdev 0.17.16 leaves the /sys/block, /sys/class/block and /sys/dev/block links behind */
+        const char *leftovers[] = {"sys/block", "sys/class/block", "sys/dev/block", "sys/devices/virtual/block",
+                                   NULL};
+        for (int i = 0; leftovers[i]; i++) {
+                g_autofree char *dir = tb_path(leftovers[i]);
+                g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+                const char *name;
+                while (d && (name = g_dir_read_name(d))) {
+                        g_autofree char *p = g_build_filename(dir, name, NULL);
+                        remove_tree(p);
+                }
+        }
 
         g_autofree char *dev = tb_path("dev");
         remove_tree(dev);
@@ -1046,7 +1064,7 @@ static void test_usb_hijack(Fixture *f, gconstpointer data)
 {
         Run r;
         steamos_prepare(f);
-        kernel_mount("/dev/sda4");
+        kernel_mount(f, &steamos[1]);
         const char *mounts[] = {"/dev/sda4", "/", NULL};
         set_mountinfo(f, mounts);
         world_add(f, &usb_clone);
@@ -1193,6 +1211,7 @@ static void test_bad_path(Fixture *f, gconstpointer data)
         run_clear(&r);
         g_assert_cmpuint(kernel_count(NULL, "/dev/mapper/rootfs,B"), ==, 0);
         g_autofree char *skip = skip_scan_contents();
+        g_assert_nonnull(skip);
         g_assert_null(strchr(skip, ','));
         g_assert_null(strstr(skip, "rootfs"));
 }
@@ -1535,6 +1554,8 @@ static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
 int main(int argc, char **argv)
 {
         g_test_init(&argc, &argv, NULL);
+        if (g_getenv("BSG_TEST_NONFATAL")) /* debugging aid: see every failed check of a run */
+                g_test_set_nonfatal_assertions();
 
         const char *helper = g_getenv("BSG_HELPER");
         fixtures_dir = g_getenv("BSG_FIXTURES");

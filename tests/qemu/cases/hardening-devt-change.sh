@@ -44,7 +44,14 @@ for opts in virtual_fsid ""; do
 	else
 		# plain mount: vda is a clone of the mounted fs; it must be refused, never mounted
 		# as another name of vdb's instance
-		must_fail mount -t btrfs /dev/vda /a
+		if mount -t btrfs /dev/vda /a; then
+			same=no
+			[ "$(sbdev /a)" = "$(sbdev /b)" ] && same=yes
+			seen=no
+			[ -e /a/slot-marker ] && seen=yes
+			btrfs filesystem show /b 2>&1
+			fail "/dev/vda mounted next to its mounted clone (same instance as vdb's: $same, shows vdb's file: $seen): stale dev_t, what 9f7eb8405dcb fixes upstream"
+		fi
 		grep -q ' /a ' /proc/self/mounts && fail "/dev/vda mounted on /a next to its clone"
 	fi
 	must umount /b

@@ -837,6 +837,18 @@ static void assert_skip_scan(const char *want)
 /* ------------------------------------------------------------------------------------------------ */
 /* Scenarios.                                                                                        */
 
+/* Two clone policies (helper/config.h): skip-all, the default and the issue's rule (no copy of a
+ * single-device clone is ever scanned: mounts name their device), and active (the active slot's copy
+ * is scanned). Tests that depend on it run once per policy, with the policy as test data. */
+typedef struct {
+        const char *name;
+        const char *config; /* the config file */
+        gboolean active;    /* clone_policy=active */
+} Policy;
+
+static const Policy skip_all = {"skip-all", "active_slot=A\nslot_suffixes=-A,-B\n", FALSE};
+static const Policy active_pol = {"active", "active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\n", TRUE};
+
 /* SteamOS: one NVMe-like disk, A and B byte-identical clones, home unique, esp vfat. */
 static const DevSpec steamos[] = {
         {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
@@ -847,22 +859,30 @@ static const DevSpec steamos[] = {
         {.node = "sda8", .disk = "sda", .partn = 8, .image = "home", .partlabel = "home"},
 };
 #define STEAMOS_CMDLINE "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-A rw quiet"
-#define STEAMOS_REGISTRY "/dev/sda4,/dev/sda6,/dev/sda8"
-#define STEAMOS_SKIP "/dev/sda5,/dev/sda7"
 
-static void steamos_prepare(Fixture *f)
+static const char *steamos_registry(const Policy *p)
+{
+        return p->active ? "/dev/sda4,/dev/sda6,/dev/sda8" : "/dev/sda8";
+}
+
+static const char *steamos_skip(const Policy *p)
+{
+        return p->active ? "/dev/sda5,/dev/sda7" : "/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7";
+}
+
+static void steamos_prepare(Fixture *f, const Policy *p)
 {
         set_cmdline(f, STEAMOS_CMDLINE);
-        set_config(f, STEAMOS_CONFIG);
+        set_config(f, p->config);
         world_add_all(f, steamos, G_N_ELEMENTS(steamos));
 }
 
 static void test_steamos_udev(Fixture *f, gconstpointer data)
 {
+        const Policy *p = data;
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, p);
 
-        world_uevent(f, &steamos[0], "add");
         run_udev(f, &steamos[0], &r, FALSE);
         assert_kv(&r, "DECISION", "ignore");
         assert_kv(&r, "REASON", "not-btrfs");
@@ -870,16 +890,19 @@ static void test_steamos_udev(Fixture *f, gconstpointer data)
         run_clear(&r);
 
         run_udev(f, &steamos[1], &r, FALSE);
-        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "DECISION", p->active ? "scan" : "skip");
         assert_kv(&r, "REASON", "clone");
         assert_kv(&r, "FSID", "11111111-1111-4111-8111-111111111111");
         assert_kv(&r, "DEVID", "1");
         assert_kv(&r, "SLOT", "A");
         assert_kv(&r, "SLOT_BASE", "rootfs");
         assert_kv(&r, "SLOT_ACTIVE", "1");
-        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
-        g_assert_null(kv(&r, "UDISKS_IGNORE"));
-        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
+        g_assert_null(kv(&r, "UDISKS_IGNORE")); /* only for an inactive-slot clone */
+        if (p->active) {
+                g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+                g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
+        } else
+                g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 0);
         run_clear(&r);
 
         run_udev(f, &steamos[2], &r, FALSE);
@@ -895,33 +918,36 @@ static void test_steamos_udev(Fixture *f, gconstpointer data)
         for (gsize i = 3; i < G_N_ELEMENTS(steamos); i++)
                 run_udev_quiet(f, &steamos[i]);
 
-        assert_registry(STEAMOS_REGISTRY);
-        assert_skip_scan(STEAMOS_SKIP);
+        assert_registry(steamos_registry(p));
+        assert_skip_scan(steamos_skip(p));
         g_assert_cmpuint(kernel_count(NULL, "/dev/sda7"), ==, 0);
 }
 
 static void test_steamos_home_unique(Fixture *f, gconstpointer data)
 {
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, &skip_all);
         run_udev(f, &steamos[5], &r, FALSE);
         assert_kv(&r, "DECISION", "scan");
         assert_kv(&r, "REASON", "unique");
         assert_kv(&r, "FSID", "33333333-3333-4333-8333-333333333333");
+        assert_kv(&r, "SLOT", "");
         g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        g_assert_null(kv(&r, "UDISKS_IGNORE"));
         assert_registry("/dev/sda8");
         run_clear(&r);
 }
 
 static void test_steamos_boot(Fixture *f, gconstpointer data)
 {
+        const Policy *p = data;
         Run r;
         const char *args[] = {"boot", NULL};
-        steamos_prepare(f);
+        steamos_prepare(f, p);
         run_helper(f, &r, args);
         g_assert_cmpint(r.status, ==, 0);
-        assert_registry(STEAMOS_REGISTRY);
-        assert_skip_scan(STEAMOS_SKIP);
+        assert_registry(steamos_registry(p));
+        assert_skip_scan(steamos_skip(p));
         g_assert_cmpuint(kernel_count(NULL, "/dev/sda5"), ==, 0);
         g_assert_cmpuint(kernel_count(NULL, "/dev/sda7"), ==, 0);
         g_assert_cmpuint(kernel_count(NULL, "/dev/sda1"), ==, 0);
@@ -933,14 +959,33 @@ static void test_steamos_slot_b(Fixture *f, gconstpointer data)
 {
         world_add_all(f, steamos, G_N_ELEMENTS(steamos));
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-B rw quiet");
-        set_config(f, "active_slot=B\nslot_suffixes=-A,-B\n");
+        set_config(f, "active_slot=B\nslot_suffixes=-A,-B\nclone_policy=active\n");
         for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++)
                 run_udev_quiet(f, &steamos[i]);
         assert_registry("/dev/sda5,/dev/sda7,/dev/sda8");
         assert_skip_scan("/dev/sda4,/dev/sda6");
 }
 
-/* RAUC: the bootloader says rauc.slot=A; partition labels rootfs_a/rootfs_b. */
+/* The active slot from the kernel command line alone (no active_slot in the config). */
+static void test_steamos_slot_from_cmdline(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, steamos, G_N_ELEMENTS(steamos));
+        set_config(f, "clone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz-linux-neptune root=PARTLABEL=rootfs-B rw quiet");
+        run_udev(f, &steamos[2], &r, FALSE);
+        assert_kv(&r, "SLOT", "B");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        assert_kv(&r, "DECISION", "scan");
+        run_clear(&r);
+        run_udev(f, &steamos[1], &r, FALSE);
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        assert_registry("/dev/sda5");
+}
+
+/* RAUC: the bootloader says rauc.slot=A|B; partition labels rootfs_a/rootfs_b. */
 static const DevSpec rauc[] = {
         {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs_a"},
         {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs_b"},
@@ -957,12 +1002,13 @@ static void test_rauc(Fixture *f, gconstpointer data)
                                                    b ? 2 : 1, (const char *)data);
         world_add_all(f, rauc, G_N_ELEMENTS(rauc));
         /* no active_slot in the config: the kernel command line names it */
-        set_config(f, "active_slot=\nslot_suffixes=_a,_b\n");
+        set_config(f, "slot_suffixes=_a,_b\nclone_policy=active\n");
         set_cmdline(f, cmdline);
 
         run_udev(f, &rauc[0], &r, FALSE);
         assert_kv(&r, "REASON", "clone");
         assert_kv(&r, "DECISION", b ? "skip" : "scan");
+        assert_kv(&r, "SLOT", "A");
         assert_kv(&r, "SLOT_BASE", "rootfs");
         assert_kv(&r, "SLOT_ACTIVE", b ? "0" : "1");
         g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, b ? "1" : NULL);
@@ -971,6 +1017,7 @@ static void test_rauc(Fixture *f, gconstpointer data)
         run_udev(f, &rauc[1], &r, FALSE);
         assert_kv(&r, "REASON", "clone");
         assert_kv(&r, "DECISION", b ? "scan" : "skip");
+        assert_kv(&r, "SLOT", "B");
         assert_kv(&r, "SLOT_ACTIVE", b ? "1" : "0");
         if (b)
                 g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
@@ -985,6 +1032,20 @@ static void test_rauc(Fixture *f, gconstpointer data)
         /* an inactive clone seen second never reaches the kernel */
         if (!b)
                 g_assert_cmpuint(kernel_count(NULL, skip), ==, 0);
+}
+
+/* RAUC with the default (skip-all) policy: neither copy is scanned, both are listed. */
+static void test_rauc_skip_all(Fixture *f, gconstpointer data)
+{
+        world_add_all(f, rauc, G_N_ELEMENTS(rauc));
+        set_config(f, "slot_suffixes=_a,_b\n");
+        set_cmdline(f, "console=ttyS0 root=/dev/sdb1 rootwait rauc.slot=A");
+        for (gsize i = 0; i < G_N_ELEMENTS(rauc); i++)
+                run_udev_quiet(f, &rauc[i]);
+        assert_registry("/dev/sdb3");
+        assert_skip_scan("/dev/sdb1,/dev/sdb2");
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb2"), ==, 0);
 }
 
 /* RAID1 pair (devid 1 and 2, slot A) and a clone of member 1 in slot B. */
@@ -1063,7 +1124,7 @@ static const DevSpec usb_clone = {.node = "sdg", .image = "rootfs", .removable =
 static void test_usb_hijack(Fixture *f, gconstpointer data)
 {
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, &skip_all);
         kernel_mount(f, &steamos[1]);
         const char *mounts[] = {"/dev/sda4", "/", NULL};
         set_mountinfo(f, mounts);
@@ -1092,23 +1153,25 @@ static void test_usb_hijack(Fixture *f, gconstpointer data)
 /* No skip_scan parameter: the helper says so, decides the same, and exits 0 for udev. */
 static void test_unpatched_kernel(Fixture *f, gconstpointer data)
 {
+        const Policy *p = data;
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, p);
         set_skip_scan_param(FALSE);
         set_feature("virtual_fsid", FALSE);
 
         run_udev(f, &steamos[1], &r, FALSE);
-        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "DECISION", p->active ? "scan" : "skip");
         assert_kv(&r, "REASON", "clone");
         run_clear(&r);
         run_udev(f, &steamos[2], &r, FALSE);
         assert_kv(&r, "DECISION", "skip");
         assert_kv(&r, "REASON", "clone");
+        /* it cannot keep other scanners off the clone, and says so */
         g_assert_true(strstr(r.err, "skip_scan") || kv(&r, "BTRFS_SCAN_GATE_ERROR"));
         run_clear(&r);
         for (gsize i = 3; i < G_N_ELEMENTS(steamos); i++)
                 run_udev_quiet(f, &steamos[i]);
-        assert_registry(STEAMOS_REGISTRY);
+        assert_registry(steamos_registry(p));
         g_autofree char *skip = skip_scan_contents();
         g_assert_null(skip); /* never created by the helper */
 
@@ -1118,11 +1181,11 @@ static void test_unpatched_kernel(Fixture *f, gconstpointer data)
         run_clear(&r);
 }
 
-/* Upstream 6.7+: temp_fsid present. Decisions must still leave the inactive clone unscanned. */
+/* Upstream 6.7+: temp_fsid present, no skip_scan. The inactive clone is still never scanned. */
 static void test_upstream_kernel(Fixture *f, gconstpointer data)
 {
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, &active_pol);
         set_skip_scan_param(FALSE);
         set_feature("virtual_fsid", FALSE);
         set_feature("temp_fsid", TRUE);
@@ -1132,9 +1195,10 @@ static void test_upstream_kernel(Fixture *f, gconstpointer data)
                 run_clear(&r);
         }
         g_autofree char *reg = registry_string();
-        g_assert_nonnull(strstr(reg, "/dev/sda4"));
-        g_assert_nonnull(strstr(reg, "/dev/sda6"));
         g_assert_nonnull(strstr(reg, "/dev/sda8"));
+        g_assert_null(strstr(reg, "/dev/sda5"));
+        g_assert_null(strstr(reg, "/dev/sda7"));
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sda5"), ==, 0);
         const char *args[] = {"status", NULL};
         run_helper(f, &r, args);
         g_assert_cmpint(r.status, ==, 0);
@@ -1146,7 +1210,7 @@ static void test_upstream_kernel(Fixture *f, gconstpointer data)
 static void test_missing_control(Fixture *f, gconstpointer data)
 {
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, &skip_all);
         g_autofree char *node = tb_path("dev/btrfs-control");
         g_assert_cmpint(unlink(node), ==, 0);
         g_autofree char *link = tb_path("dev/.node/btrfs-control");
@@ -1155,8 +1219,9 @@ static void test_missing_control(Fixture *f, gconstpointer data)
         g_free(f->control);
         f->control = g_strdup("/dev/bsg-test-absent/btrfs-control");
 
-        run_udev(f, &steamos[1], &r, FALSE);
+        run_udev(f, &steamos[5], &r, FALSE); /* home: a scan decision */
         g_assert_cmpint(r.status, ==, 0);
+        assert_kv(&r, "DECISION", "scan");
         g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0");
         g_assert_nonnull(kv(&r, "BTRFS_SCAN_GATE_ERROR"));
         run_clear(&r);
@@ -1219,7 +1284,7 @@ static void test_bad_path(Fixture *f, gconstpointer data)
 /* --dry-run decides and prints but touches neither the kernel nor skip_scan nor the state file. */
 static void test_dry_run(Fixture *f, gconstpointer data)
 {
-        steamos_prepare(f);
+        steamos_prepare(f, &skip_all);
         for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++) {
                 Run r;
                 run_udev(f, &steamos[i], &r, TRUE);
@@ -1269,7 +1334,7 @@ static gboolean valid_json(const char *text)
 static void test_status(Fixture *f, gconstpointer data)
 {
         Run r;
-        steamos_prepare(f);
+        steamos_prepare(f, &skip_all);
         for (gsize i = 0; i < G_N_ELEMENTS(steamos); i++)
                 run_udev_quiet(f, &steamos[i]);
         guint ioctls = kernel_log_len();
@@ -1293,7 +1358,7 @@ static void test_status(Fixture *f, gconstpointer data)
 
         /* status only reads */
         g_assert_cmpuint(kernel_log_len(), ==, ioctls);
-        assert_skip_scan(STEAMOS_SKIP);
+        assert_skip_scan(steamos_skip(&skip_all));
 }
 
 static void test_usage(Fixture *f, gconstpointer data)
@@ -1343,11 +1408,12 @@ static char *order_string(const DevSpec *devs, const int *order, int n)
 }
 
 /* Plays one order on a fresh machine and returns the final kernel registry and skip_scan. */
-static void play_order(Fixture *f, const char *cmdline, const DevSpec *devs, const int *order, int n,
+static void play_order(Fixture *f, const Policy *p, const DevSpec *devs, const int *order, int n,
                        OrderMode mode, Outcome *ret)
 {
         world_reset(f);
-        set_cmdline(f, cmdline);
+        set_cmdline(f, STEAMOS_CMDLINE);
+        set_config(f, p->config);
         if (mode != ORDER_HOTPLUG)
                 world_add_all(f, devs, n);
         if (mode == ORDER_BOOT_THEN_UDEV)
@@ -1409,7 +1475,7 @@ static const DevSpec four[] = {
         {.node = "sda7", .disk = "sda", .partn = 7, .image = "var", .partlabel = "var-B"},
 };
 
-static void permutations(Fixture *f, OrderMode mode)
+static void permutations(Fixture *f, const Policy *p, OrderMode mode)
 {
         int order[] = {0, 1, 2, 3};
         Outcome first = {0};
@@ -1417,10 +1483,11 @@ static void permutations(Fixture *f, OrderMode mode)
         do {
                 Outcome o = {0};
                 g_autofree char *desc = order_string(four, order, 4);
-                play_order(f, STEAMOS_CMDLINE, four, order, 4, mode, &o);
+                play_order(f, p, four, order, 4, mode, &o);
                 if (count == 0)
                         first = (Outcome){g_strdup(o.registry), g_strdup(o.skip)};
-                check_outcome(&o, &first, desc, "/dev/sda4,/dev/sda6", "/dev/sda5,/dev/sda7");
+                check_outcome(&o, &first, desc, p->active ? "/dev/sda4,/dev/sda6" : "",
+                              p->active ? "/dev/sda5,/dev/sda7" : "/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7");
                 outcome_clear(&o);
                 count++;
         } while (next_permutation(order, 4));
@@ -1430,17 +1497,17 @@ static void permutations(Fixture *f, OrderMode mode)
 
 static void test_perm_hotplug(Fixture *f, gconstpointer data)
 {
-        permutations(f, ORDER_HOTPLUG);
+        permutations(f, data, ORDER_HOTPLUG);
 }
 
 static void test_perm_coldplug(Fixture *f, gconstpointer data)
 {
-        permutations(f, ORDER_COLDPLUG);
+        permutations(f, data, ORDER_COLDPLUG);
 }
 
 static void test_perm_boot(Fixture *f, gconstpointer data)
 {
-        permutations(f, ORDER_BOOT_THEN_UDEV);
+        permutations(f, data, ORDER_BOOT_THEN_UDEV);
 }
 
 /* Ten devices: two clone pairs, a unique fs, the esp, a RAID1 pair with a clone member, a seed. */
@@ -1459,15 +1526,24 @@ static const DevSpec ten[] = {
 
 static void test_random_orders(Fixture *f, gconstpointer data)
 {
+        const Policy *p = data;
         const char *env_seed = g_getenv("BSG_SEED");
         guint32 seed = env_seed ? (guint32)strtoul(env_seed, NULL, 0) : 20261203u;
         int rounds = under_wrapper ? 6 : 50;
         GRand *rand = g_rand_new_with_seed(seed);
         Outcome first = {0};
         const int n = G_N_ELEMENTS(ten);
+        /* what must and must not end registered; the policy only moves the clone pairs */
+        const char *must_active[] = {"/dev/sda4", "/dev/sda6", "/dev/sda8", "/dev/sdc1", "/dev/sdd1", "/dev/sdf1", NULL};
+        const char *never_active[] = {"/dev/sda1", "/dev/sda5", "/dev/sda7", "/dev/sde1", NULL};
+        const char *must_skip_all[] = {"/dev/sda8", "/dev/sdc1", "/dev/sdd1", "/dev/sdf1", NULL};
+        const char *never_skip_all[] = {"/dev/sda1", "/dev/sda4", "/dev/sda5", "/dev/sda6", "/dev/sda7",
+                                        "/dev/sde1", NULL};
+        const char **must = p->active ? must_active : must_skip_all;
+        const char **never = p->active ? never_active : never_skip_all;
 
-        g_test_message("random orders: seed %u (set BSG_SEED to replay), %d orders", seed, rounds);
-        printf("# random orders: seed %u, %d orders\n", seed, rounds);
+        g_test_message("random orders (%s): seed %u (set BSG_SEED to replay), %d orders", p->name, seed, rounds);
+        printf("# random orders (%s): seed %u, %d orders\n", p->name, seed, rounds);
         for (int round = 0; round < rounds; round++) {
                 int order[G_N_ELEMENTS(ten)];
                 for (int i = 0; i < n; i++)
@@ -1482,18 +1558,26 @@ static void test_random_orders(Fixture *f, gconstpointer data)
                                                                                        : ORDER_HOTPLUG;
                 g_autofree char *desc = order_string(ten, order, n);
                 Outcome o = {0};
-                play_order(f, STEAMOS_CMDLINE, ten, order, n, mode, &o);
+                play_order(f, p, ten, order, n, mode, &o);
                 if (round == 0)
                         first = (Outcome){g_strdup(o.registry), g_strdup(o.skip)};
                 check_outcome(&o, &first, desc, NULL, NULL);
-                /* what must (not) be registered whatever the policy for the seed */
-                const char *must[] = {"/dev/sda4", "/dev/sda6", "/dev/sda8", "/dev/sdc1", "/dev/sdd1", NULL};
-                const char *never[] = {"/dev/sda1", "/dev/sda5", "/dev/sda7", "/dev/sde1", NULL};
                 g_auto(GStrv) reg = g_strsplit(o.registry, ",", -1);
-                for (int i = 0; must[i]; i++)
+                for (int i = 0; must[i]; i++) {
+                        if (!g_strv_contains((const char *const *)reg, must[i]))
+                                g_test_message("order [%s]: %s not registered", desc, must[i]);
                         g_assert_true(g_strv_contains((const char *const *)reg, must[i]));
-                for (int i = 0; never[i]; i++)
+                }
+                for (int i = 0; never[i]; i++) {
+                        if (g_strv_contains((const char *const *)reg, never[i]))
+                                g_test_message("order [%s]: %s registered", desc, never[i]);
                         g_assert_false(g_strv_contains((const char *const *)reg, never[i]));
+                }
+                /* the RAID clone member and the inactive copies are always listed */
+                g_auto(GStrv) skip = g_strsplit(o.skip ? o.skip : "", ",", -1);
+                g_assert_true(g_strv_contains((const char *const *)skip, "/dev/sde1"));
+                g_assert_true(g_strv_contains((const char *const *)skip, "/dev/sda5"));
+                g_assert_true(g_strv_contains((const char *const *)skip, "/dev/sda7"));
                 outcome_clear(&o);
         }
         outcome_clear(&first);
@@ -1519,18 +1603,22 @@ static GSubprocess *spawn_udev(Fixture *f, const DevSpec *s, const char *out)
 
 static void test_concurrent_clones(Fixture *f, gconstpointer data)
 {
+        const Policy *p = data;
         int reps = under_wrapper ? 3 : 12;
         for (int rep = 0; rep < reps; rep++) {
                 world_reset(f);
                 set_cmdline(f, STEAMOS_CMDLINE);
+                set_config(f, p->config);
                 world_add_all(f, four, 2);
                 g_autofree char *out_a = g_build_filename(f->dir, "out-a", NULL);
                 g_autofree char *out_b = g_build_filename(f->dir, "out-b", NULL);
+                /* both started before either is waited for; alternate which goes first */
                 GSubprocess *pa = spawn_udev(f, &four[rep % 2], out_a);
                 GSubprocess *pb = spawn_udev(f, &four[(rep + 1) % 2], out_b);
                 g_assert_true(g_subprocess_wait(pa, NULL, NULL));
                 g_assert_true(g_subprocess_wait(pb, NULL, NULL));
-                int sa = g_subprocess_get_exit_status(pa), sb = g_subprocess_get_exit_status(pb);
+                int sa = g_subprocess_get_if_exited(pa) ? g_subprocess_get_exit_status(pa) : -1;
+                int sb = g_subprocess_get_if_exited(pb) ? g_subprocess_get_exit_status(pb) : -1;
                 if (sa != 0 || sb != 0) {
                         g_autofree char *ta = read_file(out_a), *tb_ = read_file(out_b);
                         g_test_message("outputs:\n%s\n---\n%s", ta, tb_);
@@ -1539,8 +1627,9 @@ static void test_concurrent_clones(Fixture *f, gconstpointer data)
                 g_assert_cmpint(sb, ==, 0);
                 g_object_unref(pa);
                 g_object_unref(pb);
-                assert_registry("/dev/sda4");
-                assert_skip_scan("/dev/sda5");
+                g_test_message("repetition %d", rep);
+                assert_registry(p->active ? "/dev/sda4" : "");
+                assert_skip_scan(p->active ? "/dev/sda5" : "/dev/sda4,/dev/sda5");
         }
 }
 
@@ -1549,6 +1638,15 @@ static void test_concurrent_clones(Fixture *f, gconstpointer data)
 static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
 {
         g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown);
+}
+
+/* once per clone policy: NAME/skip-all and NAME/active */
+static void add_p(const char *name, void (*fn)(Fixture *, gconstpointer))
+{
+        g_autofree char *a = g_strdup_printf("%s/%s", name, skip_all.name);
+        g_autofree char *b = g_strdup_printf("%s/%s", name, active_pol.name);
+        g_test_add(a, Fixture, &skip_all, fixture_setup, fn, fixture_teardown);
+        g_test_add(b, Fixture, &active_pol, fixture_setup, fn, fixture_teardown);
 }
 
 int main(int argc, char **argv)
@@ -1594,17 +1692,19 @@ int main(int argc, char **argv)
         if (!umockdev_testbed_attach_ioctl(tb, "/dev/btrfs-control", handler, &error))
                 g_error("cannot attach the fake /dev/btrfs-control: %s", error->message);
 
-        add("/helper/steamos/udev", test_steamos_udev);
+        add_p("/helper/steamos/udev", test_steamos_udev);
         add("/helper/steamos/home-unique", test_steamos_home_unique);
-        add("/helper/steamos/boot", test_steamos_boot);
+        add_p("/helper/steamos/boot", test_steamos_boot);
         add("/helper/steamos/slot-b", test_steamos_slot_b);
+        add("/helper/steamos/slot-from-cmdline", test_steamos_slot_from_cmdline);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
+        add("/helper/rauc/skip-all", test_rauc_skip_all);
         add("/helper/raid/clone-member", test_raid_clone);
         add("/helper/raid/plain", test_raid_plain);
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
-        add("/helper/kernel/unpatched", test_unpatched_kernel);
+        add_p("/helper/kernel/unpatched", test_unpatched_kernel);
         add("/helper/kernel/upstream-temp-fsid", test_upstream_kernel);
         add("/helper/kernel/missing-control", test_missing_control);
         add("/helper/input/bad-superblocks", test_bad_superblocks);
@@ -1612,11 +1712,11 @@ int main(int argc, char **argv)
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);
         add("/helper/mode/status", test_status);
-        add("/helper/order/permutations-hotplug", test_perm_hotplug);
-        add("/helper/order/permutations-coldplug", test_perm_coldplug);
-        add("/helper/order/permutations-boot", test_perm_boot);
-        add("/helper/order/random", test_random_orders);
-        add("/helper/order/concurrent-clones", test_concurrent_clones);
+        add_p("/helper/order/permutations-hotplug", test_perm_hotplug);
+        add_p("/helper/order/permutations-coldplug", test_perm_coldplug);
+        add_p("/helper/order/permutations-boot", test_perm_boot);
+        add_p("/helper/order/random", test_random_orders);
+        add_p("/helper/order/concurrent-clones", test_concurrent_clones);
 
         int ret = g_test_run();
 

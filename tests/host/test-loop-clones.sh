@@ -154,12 +154,14 @@ attach B "$work/b.img"
 btrfs device scan --forget "$A" "$B" >>"$log" 2>&1 || true
 echo "== single-device clones: $A (rootfs-A) and $B (rootfs-B), fsid $fsid"
 
+# the default clone policy (skip-all, the issue's rule): neither copy is scanned
 helper_udev "$A" rootfs-A "$work/udev-a"
-expect "$work/udev-a" BTRFS_SCAN_GATE_DECISION scan
+expect "$work/udev-a" BTRFS_SCAN_GATE_DECISION skip
+expect "$work/udev-a" BTRFS_SCAN_GATE_REASON clone
 expect "$work/udev-a" BTRFS_SCAN_GATE_FSID "$fsid"
 expect "$work/udev-a" BTRFS_SCAN_GATE_SLOT A
 expect "$work/udev-a" BTRFS_SCAN_GATE_SLOT_ACTIVE 1
-expect "$work/udev-a" ID_BTRFS_READY 1
+expect "$work/udev-a" UDISKS_IGNORE ""
 
 helper_udev "$B" rootfs-B "$work/udev-b"
 expect "$work/udev-b" BTRFS_SCAN_GATE_DECISION skip
@@ -171,6 +173,18 @@ if [ "$skip_scan_param" = no ]; then
     check "helper reports the missing skip_scan parameter" \
         grep -qE 'skip_scan|BTRFS_SCAN_GATE_ERROR=' "$work/udev-b" "$work/udev-b.err"
 fi
+
+# clone_policy=active: the active slot's copy is scanned (a real DEVICES_READY), the other not
+printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\n' >"$BTRFS_SCAN_GATE_CONFIG"
+rm -rf "$BTRFS_SCAN_GATE_RUNDIR"
+mkdir -p "$BTRFS_SCAN_GATE_RUNDIR"
+helper_udev "$A" rootfs-A "$work/udev-a2"
+expect "$work/udev-a2" BTRFS_SCAN_GATE_DECISION scan
+expect "$work/udev-a2" BTRFS_SCAN_GATE_REASON clone
+expect "$work/udev-a2" ID_BTRFS_READY 1
+helper_udev "$B" rootfs-B "$work/udev-b2"
+expect "$work/udev-b2" BTRFS_SCAN_GATE_DECISION skip
+expect "$work/udev-b2" UDISKS_IGNORE 1
 
 mount -t btrfs "$A" "$mnt" >>"$log" 2>&1 || fail "mount $A"
 check "/sys/fs/btrfs/$fsid/devices lists $(basename "$A")" test -e "/sys/fs/btrfs/$fsid/devices/$(basename "$A")"

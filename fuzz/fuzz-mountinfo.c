@@ -1,0 +1,35 @@
+/* libFuzzer target: the mountinfo helpers of helper/kernel.c (bsg_mountinfo_root_source(),
+ * bsg_mountinfo_has_source()), which read /proc/self/mountinfo (or $BTRFS_SCAN_GATE_MOUNTINFO).
+ * Input: mountinfo text (a NUL ends it). Properties: a root source found is a non-empty word
+ * without spaces or newlines, and has_source() agrees that it is the source of a mount. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+#define CHECK(x)                                                                                        \
+        do {                                                                                            \
+                if (!(x))                                                                               \
+                        __builtin_trap();                                                               \
+        } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char *text = malloc(size + 1);
+        memcpy(text, data, size);
+        text[size] = '\0';
+        char *src = NULL;
+        int r = bsg_mountinfo_root_source(text, &src);
+        if (r == 0) {
+                CHECK(src && src[0] && !strpbrk(src, " \n"));
+                CHECK(bsg_mountinfo_has_source(text, src));
+                free(src);
+        } else
+                CHECK(r == -ENOENT && src == NULL);
+        (void)bsg_mountinfo_has_source(text, "/dev/vda");
+        (void)bsg_mountinfo_has_source(text, "");
+        free(text);
+        return 0;
+}

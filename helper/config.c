@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "util.h"
+
+#define LINE_MAX_LEN 1024
+
+void bsg_config_init(struct bsg_config *ret_config)
+{
+        static const char *const def[] = {"-A", "-B", "_a", "_b"};
+        struct bsg_config c = {.clone_policy = BSG_CLONE_SKIP_ALL};
+
+        for (size_t i = 0; i < ELEMENTSOF(def); i++)
+                strcpy(c.suffixes[i], def[i]);
+        c.n_suffixes = ELEMENTSOF(def);
+        *ret_config = c;
+}
+
+static char *strip(char *s)
+{
+        char *e;
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                *--e = '\0';
+        /* one pair of surrounding double quotes */
+        if (e - s >= 2 && s[0] == '"' && e[-1] == '"') {
+                e[-1] = '\0';
+                s++;
+        }
+        return s;
+}
+
+static bool is_slot_name(const char *v)
+{
+        if (strlen(v) >= BSG_SLOT_MAX)
+                return false;
+        for (const char *p = v; *p; p++)
+                if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+                        return false;
+        return true;
+}
+
+static int parse_suffixes(const char *v, struct bsg_config *c)
+{
+        struct bsg_config n = *c;
+        size_t count = 0;
+
+        for (const char *p = v; *p;) {
+                size_t l = strcspn(p, ",");
+                char buf[BSG_SUFFIX_MAX];
+                if (l == 0 || l >= BSG_SUFFIX_MAX || count >= BSG_MAX_SUFFIXES)
+                        return -1;
+                memcpy(buf, p, l);
+                buf[l] = '\0';
+                char *s = strip(buf);
+                if (s[0] == '\0' || strpbrk(s, " \t"))
+                        return -1;
+                strcpy(n.suffixes[count++], s);
+                p += l;
+                if (*p)
+                        p++;
+        }
+        if (count == 0)
+                return -1;
+        n.n_suffixes = count;
+        *c = n;
+        return 0;
+}
+
+int bsg_config_parse(const char *text, size_t len, const char *filename, struct bsg_config *config,
+                     bsg_config_diag_fn diag, void *userdata)
+{
+        unsigned lineno = 0;
+        int bad = 0;
+        size_t i = 0;
+
+#define BAD(msg)                                                                                        \
+        do {                                                                                            \
+                bad++;                                                                                  \
+                if (diag)                                                                               \
+                        diag(filename, lineno, (msg), userdata);                                        \
+                goto next;                                                                              \
+        } while (0)
+
+        while (i < len) {
+                char line[LINE_MAX_LEN + 1];
+                size_t l = 0;
+                bool too_long = false, has_nul = false;
+
+                lineno++;
+                while (i < len && text[i] != '\n') {
+                        if (text[i] == '\0')
+                                has_nul = true;
+                        if (l < LINE_MAX_LEN)
+                                line[l++] = text[i];
+                        else
+                                too_long = true;
+                        i++;
+                }
+                if (i < len)
+                        i++; /* the newline */
+                line[l] = '\0';
+                if (too_long)
+                        BAD("line too long");
+                if (has_nul)
+                        BAD("NUL byte in line");
+                char *s = strip(line);
+                if (s[0] == '\0' || s[0] == '#' || s[0] == ';')
+                        continue;
+                char *eq = strchr(s, '=');
+                if (!eq)
+                        BAD("expected KEY=VALUE");
+                *eq = '\0';
+                char *key = strip(s), *value = strip(eq + 1);
+                if (key[0] == '\0')
+                        BAD("empty key");
+                if (streq(key, "active_slot")) {
+                        if (!is_slot_name(value))
+                                BAD("active_slot: not a slot name");
+                        strcpy(config->active_slot, value);
+                } else if (streq(key, "slot_suffixes") || streq(key, "slot_partlabel_suffixes")) {
+                        if (parse_suffixes(value, config) < 0)
+                                BAD("slot_suffixes: expected 1 to 8 comma-separated suffixes of at most 15 bytes");
+                } else if (streq(key, "clone_policy")) {
+                        if (streq(value, "skip-all"))
+                                config->clone_policy = BSG_CLONE_SKIP_ALL;
+                        else if (streq(value, "active"))
+                                config->clone_policy = BSG_CLONE_ACTIVE;
+                        else
+                                BAD("clone_policy: expected skip-all or active");
+                } else
+                        BAD("unknown key");
+        next:;
+        }
+#undef BAD
+        return bad;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Pure parser of /etc/btrfs-scan-gate.conf: KEY=VALUE lines, '#' comments. */
+#pragma once
+
+#include <stddef.h>
+
+#include "policy.h"
+
+#define BSG_MAX_SUFFIXES 8
+#define BSG_SUFFIX_MAX 16
+#define BSG_SLOT_MAX 32
+
+struct bsg_config {
+        char active_slot[BSG_SLOT_MAX];                 /* "" : from the kernel command line */
+        char suffixes[BSG_MAX_SUFFIXES][BSG_SUFFIX_MAX]; /* partition-label suffixes naming slots */
+        size_t n_suffixes;
+        enum bsg_clone_policy clone_policy;
+};
+
+/* Called for every malformed line; LINE counts from 1. */
+typedef void (*bsg_config_diag_fn)(const char *filename, unsigned line, const char *message, void *userdata);
+
+/* Defaults: no active_slot, suffixes -A,-B,_a,_b, clone_policy skip-all. */
+void bsg_config_init(struct bsg_config *ret_config);
+
+/* Parses TEXT (LEN bytes) over CONFIG (start from bsg_config_init()). Keys: active_slot,
+ * slot_suffixes (alias slot_partlabel_suffixes; comma-separated), clone_policy (skip-all|active).
+ * Bad lines are reported through DIAG and skipped: the rest still counts. Returns the number of bad
+ * lines (0 = clean). */
+int bsg_config_parse(const char *text, size_t len, const char *filename, struct bsg_config *config,
+                     bsg_config_diag_fn diag, void *userdata);

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <blkid.h>
+#include <libudev.h>
+
+#include "devices.h"
+#include "util.h"
+
+static inline void udev_unrefp(struct udev **p)
+{
+        if (*p)
+                udev_unref(*p);
+}
+static inline void udev_enumerate_unrefp(struct udev_enumerate **p)
+{
+        if (*p)
+                udev_enumerate_unref(*p);
+}
+static inline void blkid_free_probep(blkid_probe *p)
+{
+        if (*p)
+                blkid_free_probe(*p);
+}
+#define _cleanup_udev_ _cleanup_(udev_unrefp)
+#define _cleanup_udev_enumerate_ _cleanup_(udev_enumerate_unrefp)
+#define _cleanup_blkid_probe_ _cleanup_(blkid_free_probep)
+
+uint64_t bsg_now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void dev_done(struct bsg_dev *d)
+{
+        free(d->devnode);
+        free(d->syspath);
+        free(d->partlabel);
+        free(d->partuuid);
+        free(d->blkid_type);
+        free(d->blkid_uuid);
+        free(d->blkid_uuid_sub);
+        free(d->blkid_label);
+}
+
+void bsg_devs_free(struct bsg_devs *d)
+{
+        for (size_t i = 0; i < d->n; i++)
+                dev_done(&d->v[i]);
+        free(d->v);
+        d->v = NULL;
+        d->n = 0;
+}
+
+static char *strdup_or_null(const char *s)
+{
+        return isempty(s) ? NULL : strdup(s);
+}
+
+static struct bsg_dev *devs_append(struct bsg_devs *devs)
+{
+        struct bsg_dev *nv = realloc(devs->v, (devs->n + 1) * sizeof(*nv));
+        if (!nv)
+                return NULL;
+        devs->v = nv;
+        memset(&nv[devs->n], 0, sizeof(*nv));
+        nv[devs->n].read_result = -ENODATA;
+        nv[devs->n].parse_result = BSG_SB_NOT_BTRFS;
+        return &nv[devs->n++];
+}
+
+/* Removable or hot-pluggable media: the disk's "removable" flag, or a USB/FireWire/MMC-card bus. */
+static bool is_hotpluggable(struct udev_device *dev)
+{
+        struct udev_device *disk = dev;
+        const char *v;
+
+        if (streq_ptr(udev_device_get_devtype(dev), "partition"))
+                disk = udev_device_get_parent_with_subsystem_devtype(dev, "block", "disk");
+        if (!disk)
+                disk = dev;
+        v = udev_device_get_sysattr_value(disk, "removable");
+        if (v && v[0] == '1')
+                return true;
+        v = udev_device_get_property_value(disk, "ID_BUS");
+        if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+                return true;
+        v = udev_device_get_syspath(disk);
+        return v && (strstr(v, "/usb") || strstr(v, "/firewire"));
+}
+
+int bsg_devs_enumerate(struct bsg_devs *ret_devs)
+{
+        _cleanup_udev_ struct udev *udev = udev_new();
+        _cleanup_udev_enumerate_ struct udev_enumerate *e = NULL;
+        struct bsg_devs devs = {0};
+        struct udev_list_entry *it;
+
+        if (!udev)
+                return -ENOMEM;
+        e = udev_enumerate_new(udev);
+        if (!e)
+                return -ENOMEM;
+        if (udev_enumerate_add_match_subsystem(e, "block") < 0 || udev_enumerate_scan_devices(e) < 0)
+                return -EIO;
+
+        udev_list_entry_foreach(it, udev_enumerate_get_list_entry(e))
+        {
+                struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(it));
+                const char *devnode, *v;
+                struct bsg_dev *d;
+
+                if (!dev)
+                        continue; /* vanished since the enumeration */
+                devnode = udev_device_get_devnode(dev);
+                if (!devnode || major(udev_device_get_devnum(dev)) == 0) {
+                        udev_device_unref(dev);
+                        continue;
+                }
+                d = devs_append(&devs);
+                if (!d) {
+                        udev_device_unref(dev);
+                        bsg_devs_free(&devs);
+                        return -ENOMEM;
+                }
+                d->devnode = strdup(devnode);
+                d->syspath = strdup(udev_device_get_syspath(dev));
+                d->devnum = udev_device_get_devnum(dev);
+                v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
+                if (isempty(v))
+                        v = udev_device_get_property_value(dev, "PARTNAME");
+                d->partlabel = strdup_or_null(v);
+                d->partuuid = strdup_or_null(udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID"));
+                d->hotpluggable = is_hotpluggable(dev);
+                v = udev_device_get_sysattr_value(dev, "size");
+                if (v && strtoull(v, NULL, 10) * 512 < BSG_SUPER_END) {
+                        d->skip_read = true;
+                        d->skip_read_why = "smaller than 68 KiB";
+                }
+                v = udev_device_get_sysattr_value(dev, "dm/suspended");
+                if (v && v[0] == '1') {
+                        d->skip_read = true;
+                        d->skip_read_why = "suspended device-mapper device";
+                }
+                udev_device_unref(dev);
+                if (!d->devnode || !d->syspath) {
+                        bsg_devs_free(&devs);
+                        return -ENOMEM;
+                }
+        }
+        /* a whole disk with partitions: its partitions are what carry filesystems */
+        for (size_t i = 0; i < devs.n; i++)
+                for (size_t k = 0; k < devs.n; k++) {
+                        size_t l = strlen(devs.v[i].syspath);
+                        if (k != i && strncmp(devs.v[k].syspath, devs.v[i].syspath, l) == 0 &&
+                            devs.v[k].syspath[l] == '/') {
+                                devs.v[i].skip_read = true;
+                                devs.v[i].skip_read_why = "whole disk with partitions";
+                        }
+                }
+        *ret_devs = devs;
+        return 0;
+}
+
+int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)
+{
+        struct stat st;
+        bool have_st = stat(devnode, &st) == 0 && S_ISBLK(st.st_mode);
+        const char *env_devname = getenv("DEVNAME");
+        struct bsg_dev *d;
+
+        for (size_t i = 0; i < devs->n; i++)
+                if (streq(devs->v[i].devnode, devnode) || (have_st && devs->v[i].devnum == st.st_rdev)) {
+                        d = &devs->v[i];
+                        goto found;
+                }
+        d = devs_append(devs);
+        if (!d)
+                return -ENOMEM;
+        d->devnode = strdup(devnode);
+        if (!d->devnode)
+                return -ENOMEM;
+        if (have_st)
+                d->devnum = st.st_rdev;
+found:
+        /* the event's own properties are fresher than the database */
+        if (env_devname && (streq(env_devname, devnode) || streq_ptr(d->devnode, env_devname))) {
+                const char *v = getenv("ID_PART_ENTRY_NAME");
+                if (isempty(v))
+                        v = getenv("PARTNAME");
+                if (!isempty(v)) {
+                        char *s = strdup(v);
+                        if (!s)
+                                return -ENOMEM;
+                        free(d->partlabel);
+                        d->partlabel = s;
+                }
+                v = getenv("ID_BUS");
+                if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+                        d->hotpluggable = true;
+        }
+        /* the event names the device: read it even if it would be skipped in a sweep */
+        if (!streq(d->devnode, devnode)) {
+                char *s = strdup(devnode);
+                if (!s)
+                        return -ENOMEM;
+                free(d->devnode);
+                d->devnode = s;
+        }
+        d->skip_read = false;
+        return (int)(d - devs->v);
+}
+
+struct read_record {
+        uint32_t index;
+        int32_t result; /* bytes read or -errno */
+        uint8_t buf[BSG_SUPER_SIZE];
+};
+
+static ssize_t write_all(int fd, const void *p, size_t len)
+{
+        const uint8_t *b = p;
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = write(fd, b + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                done += (size_t)n;
+        }
+        return (ssize_t)done;
+}
+
+/* The child: one open and one pread per device, results streamed into the pipe. */
+_Noreturn static void read_child(int out, const struct bsg_devs *devs, size_t first)
+{
+        static struct read_record rec;
+
+        /* never hold udev's stdout/stderr open: udev waits for them to close */
+        close(STDOUT_FILENO);
+        close(STDERR_FILENO);
+        for (size_t k = 0; k <= devs->n; k++) {
+                size_t i = k == 0 ? first : k - 1;
+                if (i >= devs->n || (k > 0 && i == first) || devs->v[i].skip_read)
+                        continue;
+                memset(&rec, 0, sizeof(rec));
+                rec.index = (uint32_t)i;
+                int fd = open(devs->v[i].devnode, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        rec.result = -errno;
+                else {
+                        ssize_t n;
+                        do
+                                n = pread(fd, rec.buf, sizeof(rec.buf), BSG_SUPER_OFFSET);
+                        while (n < 0 && errno == EINTR);
+                        rec.result = n < 0 ? -errno : (int32_t)n;
+                        close(fd);
+                }
+                if (write_all(out, &rec, sizeof(rec)) < 0)
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+static int blkid_on_buffer(struct bsg_dev *d, const uint8_t *buf)
+{
+        _cleanup_close_ int fd = memfd_create("bsg-superblock", MFD_CLOEXEC);
+        _cleanup_blkid_probe_ blkid_probe pr = NULL;
+        const char *filter[] = {"btrfs", NULL};
+        const char *v;
+
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, BSG_SUPER_END) < 0 || pwrite(fd, buf, BSG_SUPER_SIZE, BSG_SUPER_OFFSET) != BSG_SUPER_SIZE)
+                return -errno;
+        pr = blkid_new_probe();
+        if (!pr)
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, fd, 0, BSG_SUPER_END) < 0)
+                return -EIO;
+        blkid_probe_enable_superblocks(pr, 1);
+        blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_UUID | BLKID_SUBLKS_LABEL);
+        blkid_probe_filter_superblocks_type(pr, BLKID_FLTR_ONLYIN, (char **)filter);
+        if (blkid_do_safeprobe(pr) != 0)
+                return -ENOMSG;
+        if (blkid_probe_lookup_value(pr, "TYPE", &v, NULL) == 0)
+                d->blkid_type = strdup(v);
+        if (blkid_probe_lookup_value(pr, "UUID", &v, NULL) == 0)
+                d->blkid_uuid = strdup(v);
+        if (blkid_probe_lookup_value(pr, "UUID_SUB", &v, NULL) == 0)
+                d->blkid_uuid_sub = strdup(v);
+        if (blkid_probe_lookup_value(pr, "LABEL", &v, NULL) == 0)
+                d->blkid_label = strdup(v);
+        return 0;
+}
+
+static void classify(struct bsg_dev *d, const uint8_t *buf, int result)
+{
+        d->read_result = result;
+        if (result < 0) {
+                d->parse_result = BSG_SB_NOT_BTRFS;
+                d->problem = result == -ETIMEDOUT ? "read did not finish in time" : "read failed";
+                return;
+        }
+        d->parse_result = bsg_superblock_parse(buf, (size_t)result, &d->sb, &d->problem);
+        if (d->parse_result == BSG_SB_TRUNCATED && result >= 0x48 && memcmp(buf + 0x40, "_BHRfS_M", 8) == 0)
+                d->parse_result = BSG_SB_INVALID; /* a btrfs superblock cut short */
+        if (d->parse_result == 0)
+                (void)blkid_on_buffer(d, buf);
+}
+
+int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_usec)
+{
+        static struct read_record rec;
+        int pipefd[2];
+        size_t got = 0;
+        bool *done;
+        pid_t pid;
+
+        done = calloc(devs->n + 1, sizeof(bool));
+        if (!done)
+                return -ENOMEM;
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                free(done);
+                return -errno;
+        }
+        pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(pipefd[0]);
+                close(pipefd[1]);
+                free(done);
+                return r;
+        }
+        if (pid == 0) {
+                close(pipefd[0]);
+                read_child(pipefd[1], devs, first);
+        }
+        close(pipefd[1]);
+
+        for (;;) {
+                uint64_t now = bsg_now_usec();
+                if (now >= deadline_usec)
+                        break;
+                struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
+                int timeout_ms = (int)((deadline_usec - now + 999) / 1000);
+                int r = poll(&p, 1, timeout_ms);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                /* a record is written whole; read it whole (blocking for the rest is bounded by pipe size) */
+                ssize_t n = 0;
+                size_t have = 0;
+                while (have < sizeof(rec)) {
+                        n = read(pipefd[0], (uint8_t *)&rec + have, sizeof(rec) - have);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0)
+                                break;
+                        have += (size_t)n;
+                }
+                if (have < sizeof(rec))
+                        break; /* EOF: the child is done */
+                if (rec.index < devs->n && !done[rec.index]) {
+                        done[rec.index] = true;
+                        classify(&devs->v[rec.index], rec.buf, rec.result);
+                        got++;
+                }
+        }
+        close(pipefd[0]);
+        if (waitpid(pid, NULL, WNOHANG) == 0) {
+                /* still blocked in a read: kill it and don't wait (a read in D state outlives SIGKILL) */
+                kill(pid, SIGKILL);
+                (void)waitpid(pid, NULL, WNOHANG);
+        }
+        for (size_t i = 0; i < devs->n; i++)
+                if (!done[i] && !devs->v[i].skip_read)
+                        classify(&devs->v[i], NULL, -ETIMEDOUT);
+        free(done);
+        return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The kernel interface, all in one place: /dev/btrfs-control and its ioctls, the skip_scan module
+ * parameter, /sys/fs/btrfs, and the /proc files (command line, mountinfo). Every path has an
+ * environment seam (docs/CONTRACT.md) so that tests never reach the real /dev/btrfs-control. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "superblock.h"
+
+#define BSG_SKIP_SCAN_PATH "/sys/module/btrfs/parameters/skip_scan"
+
+const char *bsg_control_path(void);   /* $BTRFS_SCAN_GATE_CONTROL or /dev/btrfs-control */
+const char *bsg_cmdline_path(void);   /* $BTRFS_SCAN_GATE_CMDLINE or /proc/cmdline */
+const char *bsg_mountinfo_path(void); /* $BTRFS_SCAN_GATE_MOUNTINFO or /proc/self/mountinfo */
+const char *bsg_rundir_path(void);    /* $BTRFS_SCAN_GATE_RUNDIR or /run/btrfs-scan-gate */
+const char *bsg_config_path(void);    /* $BTRFS_SCAN_GATE_CONFIG or /etc/btrfs-scan-gate.conf */
+
+struct bsg_kernel_caps {
+        bool control;            /* the control node exists (btrfs loaded) */
+        bool skip_scan;          /* patched module: the parameter exists */
+        bool skip_scan_writable; /* ... and is writable (0644, not the RFC's 0444) */
+        bool virtual_fsid;       /* /sys/fs/btrfs/features/virtual_fsid */
+        bool temp_fsid;          /* /sys/fs/btrfs/features/temp_fsid (upstream 6.7+) */
+};
+void bsg_kernel_caps(struct bsg_kernel_caps *ret_caps);
+
+/* Opens the control node O_RDWR|O_CLOEXEC|O_NOCTTY. Returns the fd or -errno (-ENOENT: not loaded). */
+int bsg_control_open(void);
+/* BTRFS_IOC_DEVICES_READY: registers PATH; returns 1 if every device of its fs is present, 0 if not,
+ * -errno on failure (-ENAMETOOLONG if PATH does not fit the ioctl's name). */
+int bsg_control_devices_ready(int fd, const char *path);
+int bsg_control_scan(int fd, const char *path);   /* BTRFS_IOC_SCAN_DEV: 0 or -errno */
+int bsg_control_forget(int fd, const char *path); /* BTRFS_IOC_FORGET_DEV: 0 or -errno */
+
+/* Reads skip_scan into a new string (trailing newline removed). -ENOENT if absent. */
+int bsg_skip_scan_read(char **ret_list);
+/* Writes LIST ("" writes a lone newline so the store runs) with O_WRONLY|O_TRUNC, never creating it. */
+int bsg_skip_scan_write(const char *list);
+
+/* The fsids of mounted btrfs filesystems: the names of /sys/fs/btrfs/<uuid>/ and their metadata_uuid
+ * files. *ret_fsids is a new array of *ret_n entries. */
+int bsg_mounted_fsids(uint8_t (**ret_fsids)[BSG_UUID_SIZE], size_t *ret_n);
+
+/* Reads a whole small file (at most MAX bytes) into a NUL-terminated new buffer. */
+int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL), and whether DEVNODE is the source
+ * of any mount. Pure helpers over the text. */
+int bsg_mountinfo_root_source(const char *text, char **ret_source);
+bool bsg_mountinfo_has_source(const char *text, const char *devnode);

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Pure decision policy: the whole set of present devices in, one verdict per device out. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "superblock.h"
+
+enum bsg_sb_state {
+        BSG_DEV_BTRFS,       /* valid superblock */
+        BSG_DEV_NOT_BTRFS,   /* no btrfs magic, too short, unreadable */
+        BSG_DEV_INVALID,     /* btrfs magic but a failed check */
+};
+
+enum bsg_decision {
+        BSG_IGNORE,
+        BSG_SCAN,
+        BSG_SKIP,
+};
+
+enum bsg_reason {
+        BSG_REASON_NOT_BTRFS,
+        BSG_REASON_INVALID_SUPERBLOCK,
+        BSG_REASON_BAD_PATH,
+        BSG_REASON_SEED,
+        BSG_REASON_MULTI_DEVICE,
+        BSG_REASON_RAID_CLONE_ACTIVE,
+        BSG_REASON_RAID_CLONE_INACTIVE,
+        BSG_REASON_UNIQUE,
+        BSG_REASON_CLONE,
+        BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED,
+        _BSG_REASON_MAX,
+};
+
+enum bsg_clone_policy {
+        BSG_CLONE_SKIP_ALL, /* the rule: no copy of a single-device clone is ever scanned */
+        BSG_CLONE_ACTIVE,   /* the copy in the active slot is scanned, the others skipped */
+};
+
+/* What the policy knows of one present device. */
+struct bsg_device {
+        const char *devnode;
+        enum bsg_sb_state state;
+        uint8_t fsid[BSG_UUID_SIZE];
+        uint64_t devid;
+        uint64_t num_devices;
+        bool seeding;
+        bool slot_active;    /* the device's partition label names the active slot */
+        bool hotpluggable;   /* removable or hot-pluggable media (USB, ...) */
+        bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
+        bool self_mounted;   /* this very device is the source of a mount */
+        bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
+};
+
+struct bsg_verdict {
+        enum bsg_decision decision;
+        enum bsg_reason reason;
+};
+
+/* Decides for DEVS[I]; a pure function of the set (the order of DEVS does not matter). */
+struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n, size_t i,
+                                         enum bsg_clone_policy clone_policy);
+/* Decides for all of DEVS into RET_VERDICTS (N entries). */
+void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_policy clone_policy,
+                       struct bsg_verdict *ret_verdicts);
+
+/* The named predicates, one per reason. */
+bool is_not_btrfs(const struct bsg_device *d);
+bool is_invalid_superblock(const struct bsg_device *d);
+bool is_bad_path(const struct bsg_device *d);
+bool is_removable_clone_of_mounted(const struct bsg_device *d);
+bool is_seed_device(const struct bsg_device *d);
+bool is_multi_device(const struct bsg_device *d);
+bool has_raid_twin(const struct bsg_device *devs, size_t n, size_t i);
+bool has_clone(const struct bsg_device *devs, size_t n, size_t i);
+
+const char *bsg_decision_name(enum bsg_decision d);
+const char *bsg_reason_name(enum bsg_reason r);

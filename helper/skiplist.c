@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skiplist.h"
+#include "util.h"
+
+bool bsg_skiplist_path_ok(const char *path)
+{
+        size_t len;
+
+        if (!path || path[0] != '/')
+                return false;
+        len = strlen(path);
+        if (len > BSG_PATH_NAME_MAX)
+                return false;
+        for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+                if (*p == ',' || *p <= ' ' || *p == 0x7f)
+                        return false;
+        return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, size_t *ret_rejected,
+                        size_t *ret_dropped)
+{
+        _cleanup_free_ const char **sorted = calloc(n + 1, sizeof(char *));
+        _cleanup_free_ char *out = malloc(BSG_SKIPLIST_MAX + 1);
+        size_t m = 0, rejected = 0, dropped = 0, len = 0;
+
+        if (!sorted || !out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (bsg_skiplist_path_ok(paths[i]))
+                        sorted[m++] = paths[i];
+                else
+                        rejected++;
+        }
+        qsort(sorted, m, sizeof(char *), cmp_str);
+        out[0] = '\0';
+        for (size_t i = 0; i < m; i++) {
+                if (i > 0 && streq(sorted[i], sorted[i - 1]))
+                        continue;
+                size_t l = strlen(sorted[i]) + (len > 0);
+                if (len + l > BSG_SKIPLIST_MAX) {
+                        dropped++;
+                        continue;
+                }
+                if (len > 0)
+                        out[len++] = ',';
+                memcpy(out + len, sorted[i], strlen(sorted[i]) + 1);
+                len += strlen(sorted[i]);
+        }
+        if (ret_rejected)
+                *ret_rejected = rejected;
+        if (ret_dropped)
+                *ret_dropped = dropped;
+        *ret_list = TAKE_PTR(out);
+        return dropped > 0 ? -E2BIG : 0;
+}
+
+void bsg_strv_free(char **v)
+{
+        if (!v)
+                return;
+        for (char **p = v; *p; p++)
+                free(*p);
+        free(v);
+}
+
+int bsg_skiplist_parse(const char *list, char ***ret_paths)
+{
+        size_t n = 0, cap = 1;
+        char **v;
+
+        for (const char *p = list; *p; p++)
+                if (*p == ',' || *p == '\n')
+                        cap++;
+        v = calloc(cap + 1, sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        for (const char *p = list; *p;) {
+                size_t l = strcspn(p, ",\n");
+                if (l > 0) {
+                        v[n] = strndup(p, l);
+                        if (!v[n]) {
+                                bsg_strv_free(v);
+                                return -ENOMEM;
+                        }
+                        n++;
+                }
+                p += l;
+                if (*p)
+                        p++;
+        }
+        *ret_paths = v;
+        return (int)n;
+}

@@ -1,0 +1,33 @@
+#!/bin/bash
+# `cmake --install` with DESTDIR into a fresh staging root; the file list must equal the expected
+# list (the helper's own binary excepted, which helper/ installs), no @VAR@ may be left unexpanded,
+# and the hooks the generators execute must be executable.
+# Usage: install-tree.sh BUILD_DIR STAGE EXPECTED HELPER_PATH HAVE_HELPER
+set -euo pipefail
+build=$1 stage=$2 expected=$3 helper=$4 have_helper=$5
+fail() { echo "FAIL: $*"; exit 1; }
+
+rm -rf "$stage"
+DESTDIR=$stage cmake --install "$build" >"$stage.install.log" 2>&1 || { cat "$stage.install.log"; fail "cmake --install"; }
+cat "$stage.install.log"
+(cd "$stage" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) > "$stage.files"
+grep -vx -- "$helper" "$stage.files" > "$stage.files.mine" || true
+sort "$expected" > "$stage.expected"
+if ! diff -u "$stage.expected" "$stage.files.mine"; then
+    fail "installed files differ from $expected (- expected, + installed)"
+fi
+if grep -rn '@[A-Z_]*@' "$stage" --exclude="$(basename "$helper")"; then
+    fail "unexpanded @VARIABLE@ in the staging tree"
+fi
+while read -r f; do
+    case $f in
+    */90btrfs-scan-gate/*|*/initramfs-tools/*)
+        [ -x "$stage$f" ] || fail "$f is not executable" ;;
+    esac
+done < "$stage.expected"
+if [ "$have_helper" = 1 ]; then
+    [ -x "$stage$helper" ] || fail "the rules call $helper, but the install did not put the helper there"
+else
+    echo "NOTE: no helper target in this build; only the deployment files were checked"
+fi
+echo "PASS: $(wc -l < "$stage.files") files installed into $stage"

@@ -1,0 +1,23 @@
+#!/bin/sh
+# Stand-in for `btrfs-scan-gate udev DEVNODE` in the rules tests: prints the contract's KEY=VALUE
+# lines from a table the test writes ("DEVNODE DECISION SLOT BASE ACTIVE READY" a line), so the
+# rules' plumbing is tested on its own. No kernel I/O. Usage: stub-helper.sh TABLE udev DEVNODE
+table=$1
+[ "$2" = udev ] || { echo "btrfs-scan-gate: stub: usage: TABLE udev DEVNODE" >&2; exit 2; }
+dev=$3
+while read -r node decision slot base active ready; do
+    [ "$node" = "$dev" ] || continue
+    echo "BTRFS_SCAN_GATE_DECISION=$decision"
+    echo "BTRFS_SCAN_GATE_REASON=stub"
+    echo "BTRFS_SCAN_GATE_FSID=${ID_FS_UUID:-}"
+    echo "BTRFS_SCAN_GATE_SLOT=$slot"
+    echo "BTRFS_SCAN_GATE_SLOT_BASE=$base"
+    echo "BTRFS_SCAN_GATE_SLOT_ACTIVE=$active"
+    echo "ID_BTRFS_READY=$ready"
+    if [ "$active" = 0 ]; then
+        echo "UDISKS_IGNORE=1"
+    fi
+    exit 0
+done < "$table"
+echo "BTRFS_SCAN_GATE_DECISION=ignore"
+echo "BTRFS_SCAN_GATE_REASON=not-btrfs"

@@ -1,0 +1,146 @@
+#!/bin/bash
+# `udevadm test` of the gate's rules against real loop devices that carry a cloned btrfs image.
+# Usage: udevadm-test.sh stub|helper STATE_DIR TEST_RULES_DIR [HELPER]
+# STATE_DIR is where helper-wrapper.sh (which the test rules call) logs and finds its target.
+# The rules are shown to udevadm through a tmpfs over /etc/udev/rules.d in a private mount
+# namespace (systemd 252's `udevadm test` has no rules-directory option): the host's /etc is never
+# changed. IMPORT{program} runs for real under `udevadm test`; RUN+= is only listed.
+set -euo pipefail
+mode=$1 state=$2 rules=$3 helper=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (loop devices, mount namespace)"
+for t in losetup mkfs.btrfs udevadm unshare btrfs; do
+    command -v "$t" >/dev/null || skip "$t not installed"
+done
+[ -e /dev/loop-control ] || skip "no /dev/loop-control"
+grep -qw btrfs /proc/filesystems || modprobe btrfs >>"$state/modprobe.log" 2>&1 || skip "no btrfs in this kernel"
+
+rm -rf "$state/run" "$state/calls.log" "$state/ab" "$state/ba" "$state/stock"
+mkdir -p "$state/run"
+work=$(mktemp -d "$state/work.XXXXXX")
+loops=()
+cleanup() {
+    local l
+    for l in "${loops[@]}"; do
+        btrfs device scan --forget "$l" >>"$state/cleanup.log" 2>&1 || true
+        losetup -d "$l" >>"$state/cleanup.log" 2>&1 || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# slot A: a fresh 120 MiB btrfs; slot B: its byte-identical clone (same fsid, devid, generation)
+truncate -s 120M "$work/a.img"
+mkfs.btrfs -f -L bsgtest "$work/a.img" >"$state/mkfs.log" 2>&1 || fail "mkfs.btrfs, see $state/mkfs.log"
+dd if="$work/a.img" of="$work/b.img" bs=1M conv=sparse status=none
+a=$(losetup --show -f "$work/a.img") || skip "losetup failed (no free loop device?)"
+loops+=("$a")
+b=$(losetup --show -f "$work/b.img") || skip "losetup failed (no free loop device?)"
+loops+=("$b")
+echo "slot A: $a, slot B (clone): $b"
+
+case $mode in
+stub)
+    printf '%s scan A bsgtest 1 1\n%s skip B bsgtest 0 0\n' "$a" "$b" > "$state/table"
+    printf 'target="%s %s"\n' "$here/stub-helper.sh" "$state/table" > "$state/target.sh"
+    ;;
+helper)
+    [ -x "$helper" ] || fail "helper $helper not built"
+    printf 'target="%s"\n' "$helper" > "$state/target.sh"
+    printf 'active_slot=A\nslot_suffixes=-A,-B\n' > "$state/btrfs-scan-gate.conf"
+    ;;
+*) fail "unknown mode $mode" ;;
+esac
+
+# in_private_udev RULES_DIR OUTDIR DEV...: `udevadm test` of each DEV in turn, in one private mount
+# namespace: tmpfs over /run (udev's db and link stacks), an overlay over /dev (the links udevadm
+# creates), RULES_DIR's files over /etc/udev/rules.d (empty: the stock rules). Per device it
+# leaves OUTDIR/<dev>.udevadm.log and OUTDIR/<dev>.db (the udev db entry), and OUTDIR/links.
+in_private_udev() {
+    local rules=$1 out=$2
+    shift 2
+    mkdir -p "$out"
+    # shellcheck disable=SC2016 # the inner script expands its own arguments
+    unshare -m /bin/sh -c '
+        set -e
+        rules=$1 out=$2
+        shift 2
+        mount --make-rprivate /
+        mount -t tmpfs -o mode=0755 bsg-run /run
+        mkdir -p /run/bsg-dev/upper /run/bsg-dev/work
+        mount -t overlay bsg-dev -o lowerdir=/dev,upperdir=/run/bsg-dev/upper,workdir=/run/bsg-dev/work /dev
+        mount -t tmpfs -o mode=0755 bsg-rules /etc/udev/rules.d
+        if [ -n "$rules" ]; then cp "$rules"/*.rules /etc/udev/rules.d/; fi
+        for dev in "$@"; do
+            name=${dev#/dev/}
+            udevadm test --action=add "/sys/class/block/$name" >"$out/$name.udevadm.log" 2>&1 ||
+                { echo "udevadm test $dev failed, see $out/$name.udevadm.log"; exit 1; }
+            cat "/run/udev/data/b$(cat "/sys/class/block/$name/dev")" >"$out/$name.db"
+        done
+        for l in /dev/disk/by-uuid/* /dev/disk/by-label/* /dev/disk/by-slot/*/*; do
+            if [ -L "$l" ]; then echo "$l -> $(readlink -f "$l")"; fi
+        done >"$out/links"
+        exit 0
+    ' sh "$rules" "$out" "$@" >"$out/ns.log" 2>&1 || { cat "$out/ns.log"; fail "private udev run failed"; }
+}
+
+an=$(basename "$a") bn=$(basename "$b")
+in_private_udev "$rules" "$state/ab" "$a" "$b"
+in_private_udev "$rules" "$state/ba" "$b" "$a"
+# the contrast: the stock rules do run the builtin (so the check below can see it)
+in_private_udev "" "$state/stock" "$a"
+
+la=$state/ab/$an.udevadm.log lb=$state/ab/$bn.udevadm.log
+builtin_re="builtin.*'btrfs ready"
+grep -q "$builtin_re" "$state/stock/$an.udevadm.log" ||
+    fail "the stock rules' builtin call is not visible in $state/stock/$an.udevadm.log: check broken"
+for log in "$la" "$lb" "$state/ba/$an.udevadm.log" "$state/ba/$bn.udevadm.log"; do
+    grep -q '/etc/udev/rules.d/64-btrfs.rules' "$log" || fail "$log: the gate's rules were not read"
+    if grep -n "$builtin_re" "$log"; then fail "$log: the builtin 'btrfs ready' ran"; fi
+    grep -q "64-btrfs.rules:[0-9]* Importing properties from results of '.*helper-wrapper.sh udev /dev/" "$log" ||
+        fail "$log: the rules did not import the helper's output"
+    grep -q "^BTRFS_SCAN_GATE_DECISION=" "$log" || fail "$log: no BTRFS_SCAN_GATE_DECISION imported"
+    grep -q "^ID_BTRFS_READY=" "$log" || fail "$log: no ID_BTRFS_READY imported"
+done
+grep -qx "called: udev $a" "$state/calls.log" || fail "helper not called for $a (calls.log)"
+grep -qx "called: udev $b" "$state/calls.log" || fail "helper not called for $b (calls.log)"
+
+expect() { grep -q -- "$2" "$1" || fail "$1: expected '$2'"; }
+expect_not() { if grep -n -- "$2" "$1"; then fail "$1: unexpected '$2'"; fi; }
+case $mode in
+stub)
+    fsid=$(sed -n 's/^BTRFS_SCAN_GATE_FSID=//p' "$la")
+    [ -n "$fsid" ] || fail "no fsid"
+    for order in ab ba; do
+        da=$state/$order/$an.db db=$state/$order/$bn.db links=$state/$order/links
+        cat "$links"
+        # in the udev db, where udisks and systemd read them
+        expect "$da" '^E:BTRFS_SCAN_GATE_DECISION=scan$'
+        expect "$da" '^L:10$'
+        expect_not "$da" '^E:UDISKS_IGNORE='
+        expect "$db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
+        expect "$db" '^E:UDISKS_IGNORE=1$'
+        expect "$db" '^L:-10$'
+        # a skipped clone keeps SYSTEMD_READY
+        expect_not "$db" '^E:SYSTEMD_READY=0$'
+        # stable names, whichever device udev saw first
+        expect "$links" "^/dev/disk/by-uuid/$fsid -> $a\$"
+        expect "$links" "^/dev/disk/by-label/bsgtest -> $a\$"
+        expect "$links" "^/dev/disk/by-slot/active/bsgtest -> $a\$"
+        expect "$links" "^/dev/disk/by-slot/other/bsgtest -> $b\$"
+    done
+    # the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
+    expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
+    expect_not "$lb" "trigger -s block"
+    ;;
+helper)
+    # no partition tables here, so no slots: a clone pair of which at most one is scanned
+    n=$(cat "$la" "$lb" | grep -c '^BTRFS_SCAN_GATE_DECISION=scan$' || true)
+    [ "$n" -le 1 ] || fail "both clones were scanned"
+    ;;
+esac
+grep -H '^BTRFS_SCAN_GATE_\|^ID_BTRFS_READY\|^UDISKS_IGNORE\|^DEVLINKS\|^SYSTEMD_READY' "$la" "$lb"
+echo "PASS"

@@ -1,0 +1,43 @@
+#!/bin/bash
+# The installed btrfs-scan-gate.service: its ordering (the point of the unit) and
+# `systemd-analyze verify` of it inside the staging root.
+# Usage: unit-test.sh STAGE UNITDIR HELPER_PATH
+set -euo pipefail
+stage=$1 unitdir=$2 helper=$3
+unit=$stage$unitdir/btrfs-scan-gate.service
+fail() { echo "FAIL: $*"; exit 1; }
+[ -f "$unit" ] || fail "$unit not installed"
+command -v systemd-analyze >/dev/null || { echo "SKIP: systemd-analyze not installed"; exit 77; }
+
+# value KEY: every value of KEY= in [Unit]/[Service]/[Install], space-separated
+value() { sed -n "s/^$1=//p" "$unit" | tr '\n' ' '; }
+has() { # has KEY WORD
+    case " $(value "$1") " in *" $2 "*) ;; *) fail "$1= lacks $2 (has: $(value "$1"))" ;; esac
+}
+has DefaultDependencies no
+has Before systemd-udev-trigger.service
+has Before sysinit.target
+has Wants modprobe@btrfs.service
+has After modprobe@btrfs.service
+has Type oneshot
+has RemainAfterExit yes
+has WantedBy sysinit.target
+[ "$(value ExecStart)" = "$helper boot " ] || fail "ExecStart= is '$(value ExecStart)', not '$helper boot'"
+case " $(value After) " in *" systemd-udev-trigger.service "*) fail "After=systemd-udev-trigger.service" ;; esac
+
+# verify needs the ExecStart binary in the root; without an installed helper use a stand-in
+if [ ! -x "$stage$helper" ]; then
+    echo "NOTE: helper not installed in $stage; verifying against a stand-in executable"
+    mkdir -p "$stage$(dirname "$helper")"
+    printf '#!/bin/sh\nexit 0\n' > "$stage$helper"
+    chmod 755 "$stage$helper"
+    standin=1
+fi
+log=$stage.verify.log
+rc=0
+SYSTEMD_LOG_LEVEL=debug systemd-analyze verify --root="$stage" "$unitdir/btrfs-scan-gate.service" >"$log" 2>&1 || rc=$?
+[ -z "${standin:-}" ] || rm -f "$stage$helper"
+grep -v -e '^Looking' "$log" | grep -i -e 'btrfs-scan-gate' -e 'error' -e 'warn' | head -30 || true
+[ "$rc" -eq 0 ] || fail "systemd-analyze verify exited $rc, see $log"
+if grep -i 'btrfs-scan-gate.service:[0-9]*:' "$log"; then fail "systemd-analyze complains about the unit"; fi
+echo "PASS: ordering and systemd-analyze verify"

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Decision policy: one table row per situation (a `_one()` helper each), and a pure-level order
+ * independence test that plays every arrival order of a device set against a model kernel. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "policy.h"
+#include "skiplist.h"
+
+/* A compact device description: fsid number, devid, num_devices, flags. */
+struct spec {
+        const char *node;
+        int fs; /* 0: not btrfs, -1: invalid superblock, else fsid byte */
+        unsigned devid, num;
+        bool seed, active, hotplug, fsid_mounted, self_mounted, bad_path;
+};
+
+static struct bsg_device to_dev(const struct spec *s)
+{
+        struct bsg_device d = {
+                .devnode = s->node,
+                .state = s->fs > 0 ? BSG_DEV_BTRFS : s->fs < 0 ? BSG_DEV_INVALID : BSG_DEV_NOT_BTRFS,
+                .devid = s->devid ? s->devid : 1,
+                .num_devices = s->num ? s->num : 1,
+                .seeding = s->seed,
+                .slot_active = s->active,
+                .hotpluggable = s->hotplug,
+                .fsid_mounted = s->fsid_mounted,
+                .self_mounted = s->self_mounted,
+                .path_ok = !s->bad_path,
+        };
+        memset(d.fsid, s->fs > 0 ? s->fs : 0, sizeof(d.fsid));
+        return d;
+}
+
+#define MAXDEV 8
+
+struct policy_case {
+        const char *name;
+        enum bsg_clone_policy pol;
+        struct spec devs[MAXDEV];
+        size_t n;
+        size_t target;
+        enum bsg_decision decision;
+        enum bsg_reason reason;
+};
+
+static void policy_one(const struct policy_case *t)
+{
+        struct bsg_device d[MAXDEV];
+
+        check_case = t->name;
+        for (size_t i = 0; i < t->n; i++)
+                d[i] = to_dev(&t->devs[i]);
+        struct bsg_verdict v = bsg_policy_decide_one(d, t->n, t->target, t->pol);
+        CHECK_STREQ(bsg_decision_name(v.decision), bsg_decision_name(t->decision));
+        CHECK_STREQ(bsg_reason_name(v.reason), bsg_reason_name(t->reason));
+}
+
+#define SKIPALL BSG_CLONE_SKIP_ALL
+#define ACTIVE BSG_CLONE_ACTIVE
+static const struct policy_case policy_cases[] = {
+        {"not-btrfs", SKIPALL, {{"/dev/a", 0}}, 1, 0, BSG_IGNORE, BSG_REASON_NOT_BTRFS},
+        {"invalid", SKIPALL, {{"/dev/a", -1}}, 1, 0, BSG_IGNORE, BSG_REASON_INVALID_SUPERBLOCK},
+        {"invalid-twin-is-no-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/b", -1}}, 2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"unique", SKIPALL, {{"/dev/a", 1}, {"/dev/b", 2}}, 2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"clone-skip-all-active", SKIPALL, {{"/dev/a", 1, .active = true}, {"/dev/b", 1}}, 2, 0, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"clone-skip-all-inactive", SKIPALL, {{"/dev/a", 1, .active = true}, {"/dev/b", 1}}, 2, 1, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"clone-active-policy-active", ACTIVE, {{"/dev/a", 1, .active = true}, {"/dev/b", 1}}, 2, 0, BSG_SCAN,
+         BSG_REASON_CLONE},
+        {"clone-active-policy-inactive", ACTIVE, {{"/dev/a", 1, .active = true}, {"/dev/b", 1}}, 2, 1, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"clone-active-policy-no-slot", ACTIVE, {{"/dev/a", 1}, {"/dev/b", 1}}, 2, 0, BSG_SKIP, BSG_REASON_CLONE},
+        {"clone-active-policy-both-active", ACTIVE, {{"/dev/a", 1, .active = true}, {"/dev/b", 1, .active = true}},
+         2, 0, BSG_SKIP, BSG_REASON_CLONE},
+        {"three-copies", SKIPALL, {{"/dev/a", 1}, {"/dev/b", 1}, {"/dev/c", 1}}, 3, 2, BSG_SKIP, BSG_REASON_CLONE},
+        {"seed", SKIPALL, {{"/dev/a", 1, .seed = true}}, 1, 0, BSG_SCAN, BSG_REASON_SEED},
+        {"seed-cloned", SKIPALL, {{"/dev/a", 1, .seed = true}, {"/dev/b", 1, .seed = true}}, 2, 1, BSG_SCAN,
+         BSG_REASON_SEED},
+        {"multi-device", SKIPALL, {{"/dev/a", 1, 1, 2}, {"/dev/b", 1, 2, 2}}, 2, 1, BSG_SCAN,
+         BSG_REASON_MULTI_DEVICE},
+        {"multi-device-alone", SKIPALL, {{"/dev/a", 1, 1, 2}}, 1, 0, BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        {"raid-clone-active", SKIPALL,
+         {{"/dev/a", 1, 1, 2, .active = true}, {"/dev/b", 1, 2, 2, .active = true}, {"/dev/c", 1, 1, 2}}, 3, 0,
+         BSG_SCAN, BSG_REASON_RAID_CLONE_ACTIVE},
+        {"raid-clone-inactive", SKIPALL,
+         {{"/dev/a", 1, 1, 2, .active = true}, {"/dev/b", 1, 2, 2, .active = true}, {"/dev/c", 1, 1, 2}}, 3, 2,
+         BSG_SKIP, BSG_REASON_RAID_CLONE_INACTIVE},
+        {"raid-clone-other-member", SKIPALL,
+         {{"/dev/a", 1, 1, 2, .active = true}, {"/dev/b", 1, 2, 2, .active = true}, {"/dev/c", 1, 1, 2}}, 3, 1,
+         BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        {"raid-clone-no-slot", SKIPALL, {{"/dev/a", 1, 1, 2}, {"/dev/c", 1, 1, 2}}, 2, 0, BSG_SKIP,
+         BSG_REASON_RAID_CLONE_INACTIVE},
+        {"hijack-usb-clone", SKIPALL, {{"/dev/a", 1, .fsid_mounted = true, .self_mounted = true},
+                                       {"/dev/usb", 1, .hotplug = true, .fsid_mounted = true}},
+         2, 1, BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
+        {"hijack-usb-seed", SKIPALL, {{"/dev/usb", 1, .seed = true, .hotplug = true, .fsid_mounted = true}}, 1, 0,
+         BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
+        {"usb-mounted-itself", SKIPALL, {{"/dev/usb", 1, .hotplug = true, .fsid_mounted = true, .self_mounted = true}},
+         1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fixed-disk-fsid-mounted", SKIPALL, {{"/dev/b", 1, .fsid_mounted = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"bad-path", SKIPALL, {{"/dev/mapper/a,b", 1, .bad_path = true}}, 1, 0, BSG_SKIP, BSG_REASON_BAD_PATH},
+        {"bad-path-twin-still-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/mapper/a b", 1, .bad_path = true}}, 2, 0,
+         BSG_SKIP, BSG_REASON_CLONE},
+};
+
+/* ---- order independence against a model kernel ------------------------------------------------ */
+
+struct model {
+        bool registered[MAXDEV];
+        char skip[BSG_SKIPLIST_MAX + 1];
+};
+
+/* One invocation for device T with PRESENT devices: decide over the present set, forget registered
+ * devices no longer scanned, scan T if it is to be scanned, rewrite the skip list (the helper's
+ * udev mode, without I/O). BOOT: act for every present device. */
+static void model_step(const struct spec *all, const bool *present, size_t n, size_t t, bool boot,
+                       enum bsg_clone_policy pol, struct model *m)
+{
+        struct bsg_device d[MAXDEV] = {0};
+        size_t idx[MAXDEV], k = 0;
+        struct bsg_verdict v[MAXDEV] = {0};
+        const char *paths[MAXDEV];
+        size_t np = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (present[i]) {
+                        idx[k] = i;
+                        d[k++] = to_dev(&all[i]);
+                }
+        bsg_policy_decide(d, k, pol, v);
+        for (size_t j = 0; j < k; j++) {
+                size_t i = idx[j];
+                if (m->registered[i] && v[j].decision != BSG_SCAN && !all[i].self_mounted)
+                        m->registered[i] = false; /* FORGET (the kernel refuses it for a mounted device) */
+                if (v[j].decision == BSG_SCAN && (boot || i == t))
+                        m->registered[i] = true;
+                if (v[j].decision == BSG_SKIP)
+                        paths[np++] = all[i].node;
+        }
+        char *list = NULL;
+        bsg_skiplist_format(paths, np, &list, NULL, NULL);
+        snprintf(m->skip, sizeof(m->skip), "%s", list ? list : "");
+        free(list);
+}
+
+static bool next_perm(size_t *a, size_t n)
+{
+        if (n < 2)
+                return false;
+        size_t i = n - 1;
+        while (i > 0 && a[i - 1] >= a[i])
+                i--;
+        if (i == 0)
+                return false;
+        size_t j = n - 1;
+        while (a[j] <= a[i - 1])
+                j--;
+        size_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+        for (size_t l = i, r = n - 1; l < r; l++, r--) {
+                t = a[l];
+                a[l] = a[r];
+                a[r] = t;
+        }
+        return true;
+}
+
+struct order_case {
+        const char *name;
+        enum bsg_clone_policy pol;
+        struct spec devs[MAXDEV];
+        size_t n;
+        const char *want_registered; /* comma-separated nodes, sorted as listed */
+        const char *want_skip;
+};
+
+static void registered_string(const struct spec *devs, size_t n, const struct model *m, char *out, size_t size)
+{
+        out[0] = '\0';
+        for (size_t i = 0; i < n; i++)
+                if (m->registered[i])
+                        snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "," : "", devs[i].node);
+}
+
+static void order_one(const struct order_case *t)
+{
+        size_t order[MAXDEV];
+        int count = 0;
+
+        check_case = t->name;
+        for (size_t i = 0; i < t->n; i++)
+                order[i] = i;
+        do {
+                for (int mode = 0; mode < 3; mode++) { /* 0 hotplug, 1 coldplug, 2 boot then coldplug */
+                        struct model m = {0};
+                        bool present[MAXDEV] = {0};
+                        char reg[512];
+                        for (size_t i = 0; i < t->n; i++) {
+                                present[i] = mode > 0;
+                                m.registered[i] = t->devs[i].self_mounted; /* registered by its mount */
+                        }
+                        if (mode == 2)
+                                model_step(t->devs, present, t->n, SIZE_MAX, true, t->pol, &m);
+                        for (size_t s = 0; s < t->n; s++) {
+                                present[order[s]] = true;
+                                model_step(t->devs, present, t->n, order[s], false, t->pol, &m);
+                        }
+                        registered_string(t->devs, t->n, &m, reg, sizeof(reg));
+                        if (strcmp(reg, t->want_registered) != 0 || strcmp(m.skip, t->want_skip) != 0) {
+                                fprintf(stderr, "order");
+                                for (size_t s = 0; s < t->n; s++)
+                                        fprintf(stderr, " %s", t->devs[order[s]].node);
+                                fprintf(stderr, " (mode %d): registered {%s} skip {%s}\n", mode, reg, m.skip);
+                        }
+                        CHECK_STREQ(reg, t->want_registered);
+                        CHECK_STREQ(m.skip, t->want_skip);
+                }
+                count++;
+        } while (next_perm(order, t->n));
+        CHECK(count > 0);
+}
+
+static const struct order_case order_cases[] = {
+        {"steamos-skip-all", SKIPALL,
+         {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/sda6", 2, .active = true}, {"/dev/sda7", 2},
+          {"/dev/sda8", 3}, {"/dev/sda1", 0}},
+         6, "/dev/sda8", "/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7"},
+        {"steamos-active", ACTIVE,
+         {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/sda6", 2, .active = true}, {"/dev/sda7", 2},
+          {"/dev/sda8", 3}, {"/dev/sda1", 0}},
+         6, "/dev/sda4,/dev/sda6,/dev/sda8", "/dev/sda5,/dev/sda7"},
+        {"raid-clone", SKIPALL,
+         {{"/dev/sdc1", 4, 1, 2, .active = true}, {"/dev/sdd1", 4, 2, 2, .active = true}, {"/dev/sde1", 4, 1, 2},
+          {"/dev/sdf1", 5, .seed = true}},
+         4, "/dev/sdc1,/dev/sdd1,/dev/sdf1", "/dev/sde1"},
+        {"usb-hijack", SKIPALL,
+         {{"/dev/sda4", 1, .active = true, .fsid_mounted = true, .self_mounted = true},
+          {"/dev/sdg", 1, .hotplug = true, .fsid_mounted = true}, {"/dev/sda8", 3}},
+         3, "/dev/sda4,/dev/sda8", "/dev/sda4,/dev/sdg"},
+};
+
+int main(void)
+{
+        for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++)
+                policy_one(&policy_cases[i]);
+
+        /* the verdicts do not depend on the order of the set */
+        check_case = "set-order";
+        {
+                struct spec s[] = {{"/dev/a", 1, .active = true}, {"/dev/b", 1}, {"/dev/c", 2, 1, 2},
+                                   {"/dev/d", 2, 1, 2, .active = true}, {"/dev/e", 2, 2, 2}, {"/dev/f", 3}};
+                size_t n = 6, order[6] = {0, 1, 2, 3, 4, 5};
+                struct bsg_verdict ref[6];
+                struct bsg_device d[6];
+                for (size_t i = 0; i < n; i++)
+                        d[i] = to_dev(&s[i]);
+                bsg_policy_decide(d, n, ACTIVE, ref);
+                do {
+                        struct bsg_verdict v[6];
+                        for (size_t i = 0; i < n; i++)
+                                d[i] = to_dev(&s[order[i]]);
+                        bsg_policy_decide(d, n, ACTIVE, v);
+                        for (size_t i = 0; i < n; i++)
+                                CHECK(v[i].decision == ref[order[i]].decision && v[i].reason == ref[order[i]].reason);
+                } while (next_perm(order, n));
+        }
+
+        for (size_t i = 0; i < sizeof(order_cases) / sizeof(order_cases[0]); i++)
+                order_one(&order_cases[i]);
+
+        check_case = "names";
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED), "removable-clone-of-mounted");
+        CHECK_STREQ(bsg_reason_name(_BSG_REASON_MAX), "unknown");
+        CHECK_STREQ(bsg_decision_name(BSG_SKIP), "skip");
+        return check_finish("test-policy");
+}

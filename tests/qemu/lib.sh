@@ -1,0 +1,259 @@
+# shellcheck shell=bash
+# The QEMU harness's library, sourced by setup.sh, run-case.sh and the drivers that build on it
+# (tests/qemu/udev/, tests/qemu/hardening/, bench/kernel/). See tests/qemu/README.md.
+#
+#   qemu_kernel KVER_SERIES          sets QK_ROOT, QK_KERNEL, QK_KVER for "6.1" or "6.12"
+#   qemu_btrfs_ko stock|patched      prints the btrfs.ko to use (builds+caches the patched one)
+#   qemu_make_disks LAYOUT DIR       writes DIR/disk0.img ... and DIR/disks.args (qemu -drive args)
+#   qemu_initramfs CASE OUT KO [MODPARAMS]   busybox+btrfs-progs initramfs running CASE as /case.sh;
+#                                    extra files: env QEMU_EXTRA_FILES="src:dst src:dst" (dst in guest),
+#                                    extra binaries with their libraries: QEMU_EXTRA_BINS="path ..."
+#   qemu_boot INITRD LOG DIR [QEMU ARGS...]  boots with DIR/disks.args; console to LOG
+#   qemu_verdict LOG                 prints the case's exit status from the console (or 124/125)
+
+BSG_CACHE=${BSG_CACHE:-/var/cache/btrfs-scan-gate}
+QEMU_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+QEMU_REPO=$(cd "$QEMU_HERE/../.." && pwd)
+QEMU_FSID=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a01
+
+qemu_log() { echo "qemu-harness: $*" >&2; }
+
+qemu_kernel() {
+    local series=$1 env
+    case $series in
+    6.1)
+        env=$BSG_CACHE/kernel-6.1.env
+        [ -e "$env" ] || { qemu_log "no $env: run tests/qemu/setup.sh"; return 1; }
+        . "$env"
+        QK_ROOT=$BSG_CACHE/image-$SRCVER/root
+        ;;
+    6.12)
+        env=$BSG_CACHE/kernel-6.12.env
+        [ -e "$env" ] || { qemu_log "no $env: run tests/qemu/setup.sh"; return 1; }
+        . "$env"
+        QK_ROOT=$BSG_CACHE/image612-$VER612/root
+        ;;
+    *) qemu_log "unknown kernel series '$series'"; return 1 ;;
+    esac
+    QK_KERNEL=$(ls "$QK_ROOT"/boot/vmlinuz-* 2>/dev/null | head -n 1)
+    [ -n "$QK_KERNEL" ] || { qemu_log "no kernel image under $QK_ROOT"; return 1; }
+    QK_KVER=${QK_KERNEL##*/vmlinuz-}
+    QK_SERIES=$series
+}
+
+# the series' identity: hash of the series file and every patch it names, in order
+qemu_series_hash() {
+    local dir=$QEMU_REPO/kernel-patches/6.1 p
+    {
+        if [ -f "$dir/series" ]; then
+            cat "$dir/series"
+            while read -r p; do
+                case $p in ''|'#'*) continue ;; esac
+                cat "$dir/$p"
+            done <"$dir/series"
+        fi
+    } | sha256sum | cut -c1-16
+}
+
+# unpacked fs/btrfs (+ docs and checkpatch) of the 6.1 source, once per source version
+qemu_source_tree() {
+    local src=$BSG_CACHE/src-$SRCVER
+    if [ ! -e "$src/.done" ]; then
+        rm -rf "$src" && mkdir -p "$src"
+        tar -C "$src" --strip-components=1 -xJf /usr/src/linux-source-6.1.tar.xz --wildcards \
+            'linux-source-6.1/fs/btrfs/*' 'linux-source-6.1/Documentation/filesystems/btrfs.rst' \
+            'linux-source-6.1/scripts/checkpatch.pl' 'linux-source-6.1/scripts/spelling.txt' \
+            'linux-source-6.1/scripts/const_structs.checkpatch'
+        touch "$src/.done"
+    fi
+    echo "$src"
+}
+
+# qemu_build_patched: btrfs.ko with kernel-patches/6.1/series applied, cached by version+hash
+qemu_build_patched() {
+    local hash out tree dir=$QEMU_REPO/kernel-patches/6.1 p src
+    hash=$(qemu_series_hash)
+    out=$BSG_CACHE/btrfs-$SRCVER-$hash
+    if [ -e "$out/btrfs.ko" ]; then
+        echo "$out/btrfs.ko"
+        return 0
+    fi
+    src=$(qemu_source_tree) || return 1
+    mkdir -p "$BSG_CACHE/locks"
+    (
+        flock -w 1200 9 || { qemu_log "timed out waiting for the module build lock"; exit 1; }
+        [ -e "$out/btrfs.ko" ] && exit 0
+        tree=$(mktemp -d "$BSG_CACHE/build.XXXXXX")
+        cp -a "$src/." "$tree/"
+        if [ -f "$dir/series" ]; then
+            while read -r p; do
+                case $p in ''|'#'*) continue ;; esac
+                qemu_log "applying $p"
+                patch -d "$tree" -p1 --batch --forward <"$dir/$p" >"$tree/patch.log" 2>&1 ||
+                    { cat "$tree/patch.log" >&2; qemu_log "$p does not apply"; exit 1; }
+            done <"$dir/series"
+        fi
+        qemu_log "building btrfs.ko (series $hash) against linux-headers-$ABI"
+        make -C "/usr/src/linux-headers-$ABI" M="$tree/fs/btrfs" -j"$(nproc)" modules \
+            >"$tree/build.log" 2>&1 || { tail -n 40 "$tree/build.log" >&2; exit 1; }
+        mkdir -p "$out"
+        cp "$tree/fs/btrfs/btrfs.ko" "$tree/build.log" "$out/"
+        rm -rf "$tree"
+    ) 9>"$BSG_CACHE/locks/build-$SRCVER" || return 1
+    echo "$out/btrfs.ko"
+}
+
+qemu_btrfs_ko() {
+    case $1 in
+    stock) find "$QK_ROOT/lib/modules/$QK_KVER" -name 'btrfs.ko*' | head -n 1 ;;
+    patched)
+        [ "$QK_SERIES" = 6.1 ] || { qemu_log "patched module exists for 6.1 only"; return 1; }
+        qemu_build_patched
+        ;;
+    *) qemu_log "unknown module '$1'"; return 1 ;;
+    esac
+}
+
+# modules needed before btrfs, dependencies first, from the image's modules.dep
+qemu_module_order() {
+    local dep=$QK_ROOT/lib/modules/$QK_KVER/modules.dep
+    local -A seen=()
+    _qmo_visit() {
+        local m=$1 d
+        [ -n "${seen[$m]:-}" ] && return
+        seen[$m]=1
+        for d in $(awk -v m="$m" -F': *' '$1 == m { print $2 }' "$dep"); do
+            _qmo_visit "$d"
+        done
+        echo "$m"
+    }
+    local want m
+    for want in virtio_pci virtio_blk crc32c_generic btrfs; do
+        m=$(grep -oE "^[^:]*/$want\.ko(\.[a-z]+)?:" "$dep" | tr -d :)
+        [ -n "$m" ] && _qmo_visit "$m"   # empty: built in
+    done
+}
+
+qemu_make_disks() {
+    local layout=$1 d=$2 size=256M i
+    mkdir -p "$d"
+    rm -f "$d"/disk*.img
+    case $layout in
+    clone2)
+        truncate -s $size "$d/disk0.img"
+        mkfs.btrfs -q -f -L clone -U $QEMU_FSID "$d/disk0.img"
+        cp --sparse=always "$d/disk0.img" "$d/disk1.img"
+        truncate -s $size "$d/disk2.img"       # vdc: blank spare (device add/replace)
+        serials=(clone-a clone-b spare)
+        ;;
+    raid1clone)
+        truncate -s $size "$d/disk0.img" "$d/disk1.img"
+        mkfs.btrfs -q -f -L raid -d raid1 -m raid1 -U $QEMU_FSID "$d/disk0.img" "$d/disk1.img"
+        cp --sparse=always "$d/disk1.img" "$d/disk2.img"
+        serials=(raid-a raid-b raid-b-clone)
+        ;;
+    single)
+        truncate -s $size "$d/disk0.img"
+        mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
+        serials=(single)
+        ;;
+    none) serials=() ;;
+    *) qemu_log "unknown disk layout '$layout'"; return 1 ;;
+    esac
+    : >"$d/disks.args"
+    for i in "${!serials[@]}"; do
+        printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nvirtio-blk-pci,drive=d%d,serial=%s\n' \
+            "$d/disk$i.img" "$i" "$i" "${serials[$i]}" >>"$d/disks.args"
+    done
+    echo "${#serials[@]}" >"$d/disks.count"
+}
+
+_qemu_copy_bin() { # ROOT BINARY [DEST]: binary plus its shared libraries and the loader
+    local r=$1 b=$2 dst=${3:-/bin/$(basename "$2")} l
+    mkdir -p "$r$(dirname "$dst")"
+    rm -f "$r$dst"      # may be a busybox applet link: do not write through it
+    cp -L "$b" "$r$dst"
+    for l in $(ldd "$b" 2>/dev/null | grep -o '/[^ ]*'); do
+        [ -e "$r$l" ] && continue
+        mkdir -p "$r$(dirname "$l")"
+        cp -L "$l" "$r$l"
+    done
+}
+
+qemu_initramfs() {
+    local case=$1 out=$2 ko=$3 modparams=${4:-} r m b f ndisks
+    ndisks=$(cat "${QEMU_DISKDIR:-/nonexistent}/disks.count" 2>/dev/null || echo 0)
+    r=$(mktemp -d "${TMPDIR:-/var/tmp}/initramfs.XXXXXX")
+    mkdir -p "$r"/{bin,sbin,lib,lib64,proc,sys,dev,tmp,run,mnt,modules,etc}
+    cp "$(command -v busybox)" "$r/bin/busybox"
+    for m in $("$r/bin/busybox" --list); do [ -e "$r/bin/$m" ] || ln -s busybox "$r/bin/$m"; done
+    for b in btrfs mkfs.btrfs btrfstune blkid sha256sum stat; do
+        _qemu_copy_bin "$r" "$(command -v "$b")"
+    done
+    for b in ${QEMU_EXTRA_BINS:-}; do _qemu_copy_bin "$r" "$b"; done
+    for f in ${QEMU_EXTRA_FILES:-}; do
+        mkdir -p "$r$(dirname "${f#*:}")"
+        cp -a "${f%%:*}" "$r${f#*:}"
+    done
+    : >"$r/modules/order"
+    for m in $(qemu_module_order); do
+        b=$(basename "$m")
+        b=${b%%.ko*}
+        if [ "$b" = btrfs ]; then
+            src=$ko
+        else
+            src=$QK_ROOT/lib/modules/$QK_KVER/$m
+        fi
+        case $src in
+        *.xz) xz -dc "$src" >"$r/modules/$b.ko" ;;
+        *.zst) zstd -qdc "$src" >"$r/modules/$b.ko" ;;
+        *) cp "$src" "$r/modules/$b.ko" ;;
+        esac
+        echo "$b" >>"$r/modules/order"
+    done
+    cp "$QEMU_HERE/guest-lib.sh" "$r/lib/guest-lib.sh"
+    cp "$case" "$r/case.sh"
+    cat >"$r/init" <<EOF
+#!/bin/sh
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp; mount -t tmpfs run /run
+for m in \$(cat /modules/order); do
+    if [ "\$m" = btrfs ]; then insmod /modules/btrfs.ko $modparams; else insmod /modules/\$m.ko; fi ||
+        echo "guest: insmod \$m failed"
+done
+n=0
+while [ \$(ls /sys/block | grep -c '^vd') -lt $ndisks ] && [ \$n -lt 200 ]; do sleep 0.1; n=\$((n + 1)); done
+echo "CASE-START"
+sh /case.sh
+echo "CASE-EXIT: \$?"
+sync
+poweroff -f
+EOF
+    chmod +x "$r/init" "$r/case.sh"
+    (cd "$r" && find . | "$r/bin/busybox" cpio -o -H newc 2>"${TMPDIR:-/var/tmp}/cpio.log" | gzip -1) >"$out"
+    rm -rf "$r"
+}
+
+qemu_boot() {
+    local initrd=$1 log=$2 d=$3 t=${QEMU_TIMEOUT:-300}
+    shift 3
+    local -a disks=()
+    [ -e "$d/disks.args" ] && mapfile -t disks <"$d/disks.args"
+    timeout --foreground -k 5 "$t" qemu-system-x86_64 -cpu max -smp 2 -m 1024 -nographic -no-reboot \
+        -nic none -kernel "$QK_KERNEL" -initrd "$initrd" \
+        -append "console=ttyS0 quiet panic=-1 oops=panic ${QEMU_APPEND:-}" \
+        "${disks[@]}" "$@" >"$log" 2>&1 </dev/null
+}
+
+qemu_verdict() {
+    local log=$1 rc
+    rc=$(grep -ao 'CASE-EXIT: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
+    if [ -n "$rc" ]; then
+        echo "$rc"
+    elif grep -aq 'Kernel panic' "$log"; then
+        echo 125
+    else
+        echo 124
+    fi
+}

@@ -127,31 +127,29 @@ grep -qx "called: udev $b" "$state/calls.log" || fail "helper not called for $b 
 
 expect() { grep -q -- "$2" "$1" || fail "$1: expected '$2'"; }
 expect_not() { if grep -n -- "$2" "$1"; then fail "$1: unexpected '$2'"; fi; }
-if true; then
-    fsid=$(sed -n 's/^BTRFS_SCAN_GATE_FSID=//p' "$la")
-    [ -n "$fsid" ] || fail "no fsid"
-    for order in ab ba; do
-        da=$state/$order/$an.db db=$state/$order/$bn.db links=$state/$order/links
-        cat "$links"
-        # in the udev db, where udisks and systemd read them
-        expect "$da" '^E:BTRFS_SCAN_GATE_DECISION=scan$'
-        expect "$da" '^L:10$'
-        expect_not "$da" '^E:UDISKS_IGNORE='
-        expect "$db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
-        expect "$db" '^E:UDISKS_IGNORE=1$'
-        expect "$db" '^L:-10$'
-        # a skipped clone keeps SYSTEMD_READY
-        expect_not "$db" '^E:SYSTEMD_READY=0$'
-        # stable names, whichever device udev saw first
-        expect "$links" "^/dev/disk/by-uuid/$fsid -> $a\$"
-        expect "$links" "^/dev/disk/by-label/bsgtest -> $a\$"
-        expect "$links" "^/dev/disk/by-slot/active/bsgtest -> $a\$"
-        expect "$links" "^/dev/disk/by-slot/other/bsgtest -> $b\$"
-    done
-    # the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
-    expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
-    expect_not "$lb" "trigger -s block"
-fi
+fsid=$(sed -n 's/^BTRFS_SCAN_GATE_FSID=//p' "$la")
+[ -n "$fsid" ] || fail "no fsid"
+for order in ab ba; do
+    da=$state/$order/$an.db db=$state/$order/$bn.db links=$state/$order/links
+    cat "$links"
+    # in the udev db, where udisks and systemd read them
+    expect "$da" '^E:BTRFS_SCAN_GATE_DECISION=scan$'
+    expect "$da" '^L:10$'
+    expect_not "$da" '^E:UDISKS_IGNORE='
+    expect "$db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
+    expect "$db" '^E:UDISKS_IGNORE=1$'
+    expect "$db" '^L:-10$'
+    # a skipped clone keeps SYSTEMD_READY
+    expect_not "$db" '^E:SYSTEMD_READY=0$'
+    # stable names, whichever device udev saw first
+    expect "$links" "^/dev/disk/by-uuid/$fsid -> $a\$"
+    expect "$links" "^/dev/disk/by-label/bsgtest -> $a\$"
+    expect "$links" "^/dev/disk/by-slot/active/bsgtest -> $a\$"
+    expect "$links" "^/dev/disk/by-slot/other/bsgtest -> $b\$"
+done
+# the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
+expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
+expect_not "$lb" "trigger -s block"
 if [ "$mode" = stub ]; then
     # a scanned device of an incomplete multi-device fs waits (SYSTEMD_READY=0), and the change event
     # that re-trigger sends asks the helper again: SYSTEMD_READY=0 from the db does not reach the

@@ -570,7 +570,7 @@ static int run_udev(struct ctx *c)
         } else if (t->v.decision == BSG_SKIP)
                 print_kv("ID_BTRFS_READY", all_devices_present(c, t, false) ? "1" : "0");
         bool inactive_clone = (t->v.reason == BSG_REASON_CLONE || t->v.reason == BSG_REASON_RAID_CLONE_INACTIVE) &&
-                              t->v.decision == BSG_SKIP && !t->pd.slot_active;
+                              t->v.decision == BSG_SKIP && t->has_slot && !t->pd.slot_active;
         if (inactive_clone || t->v.reason == BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED)
                 print_kv("UDISKS_IGNORE", "1");
         if (lock_fd >= 0)

@@ -754,7 +754,16 @@ static int run_status(struct ctx *c)
                         json_str(d && d->parse_result != 0 ? d->problem : "");
                         printf(", \"label\": ");
                         json_str(d && d->parse_result == 0 ? d->sb.label : "");
-                        printf("}");
+                        /* what libblkid says of the same bytes (never a second read of the device) */
+                        printf(", \"blkid\": {\"type\": ");
+                        json_str(d ? d->blkid_type : NULL);
+                        printf(", \"uuid\": ");
+                        json_str(d ? d->blkid_uuid : NULL);
+                        printf(", \"uuid_sub\": ");
+                        json_str(d ? d->blkid_uuid_sub : NULL);
+                        printf(", \"label\": ");
+                        json_str(d ? d->blkid_label : NULL);
+                        printf("}}");
                 }
                 printf("\n  ]\n}\n");
                 return 0;

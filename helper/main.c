@@ -378,8 +378,10 @@ static void forget_changed(struct ctx *c, int fd, const struct entry *except)
         }
 }
 
-/* Gathers everything a decision needs; with LOCK, takes the lock first (returns its fd, or -errno). */
-static int gather(struct ctx *c, ssize_t *ret_target)
+/* Gathers everything a decision needs and decides. Unless dry-run or status, takes the lock first:
+ * *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0 or -errno
+ * (nothing could be decided). */
+static int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
         ssize_t target = -1;
         int r, lock_fd = -1;
@@ -434,7 +436,8 @@ static int gather(struct ctx *c, ssize_t *ret_target)
         }
         decide(c);
         *ret_target = target;
-        return lock_fd;
+        *ret_lock_fd = lock_fd < 0 ? -1 : lock_fd;
+        return 0;
 }
 
 /* Value escaping for udev: bytes outside a safe set become \xHH (as udev's *_ENC properties). */
@@ -474,11 +477,11 @@ static bool all_devices_present(const struct ctx *c, const struct entry *t, bool
 static int run_udev(struct ctx *c)
 {
         ssize_t ti = -1;
-        int lock_fd = gather(c, &ti);
+        int lock_fd = -1, r0 = gather(c, &ti, &lock_fd);
         _cleanup_close_ int control = -1;
         int ready = -1;
 
-        if (lock_fd < -1 || ti < 0) {
+        if (r0 < 0 || ti < 0) {
                 /* out of memory before anything was decided: say so, never fail the event */
                 print_kv("BTRFS_SCAN_GATE_DECISION", "ignore");
                 print_kv("BTRFS_SCAN_GATE_REASON", "not-btrfs");
@@ -606,12 +609,12 @@ static int write_modprobe(const char *path, const char *list)
 static int run_boot(struct ctx *c)
 {
         ssize_t ti;
-        int lock_fd = gather(c, &ti), ret = 0, r;
+        int lock_fd = -1, ret = 0, r = gather(c, &ti, &lock_fd);
         _cleanup_close_ int control = -1;
         _cleanup_free_ char *list = NULL;
 
-        if (lock_fd < -1) {
-                log_msg("cannot decide: %s", strerror(-lock_fd));
+        if (r < 0) {
+                log_msg("cannot decide: %s", strerror(-r));
                 return 1;
         }
         r = skip_list(c, &list);
@@ -693,10 +696,10 @@ static void json_str(const char *s)
 static int run_status(struct ctx *c)
 {
         ssize_t ti;
-        int r = gather(c, &ti);
+        int lock_fd = -1, r = gather(c, &ti, &lock_fd);
         _cleanup_free_ char *current = NULL, *list = NULL;
 
-        if (r < -1) {
+        if (r < 0) {
                 log_msg("cannot decide: %s", strerror(-r));
                 return 1;
         }

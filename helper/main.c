@@ -231,6 +231,12 @@ static int entries_build(struct ctx *c)
                         e->from_record = true;
                 } else
                         e->pd.state = d->parse_result == BSG_SB_INVALID ? BSG_DEV_INVALID : BSG_DEV_NOT_BTRFS;
+                if (!d->partlabel && rec && rec->partlabel) {
+                        /* the label an earlier event of this device gave (udev env), not visible in sysfs */
+                        d->partlabel = strdup(rec->partlabel);
+                        if (!d->partlabel)
+                                return -ENOMEM;
+                }
                 e->has_slot = bsg_slot_from_label(d->partlabel, &c->config, e->slot, e->base) > 0;
         }
         /* devices that appeared after our enumeration but were recorded by a concurrent invocation */
@@ -254,7 +260,9 @@ static int entries_build(struct ctx *c)
                 e->pd.seeding = rec->seeding;
                 e->generation = rec->generation;
                 e->from_record = true;
+                e->has_slot = bsg_slot_from_label(rec->partlabel, &c->config, e->slot, e->base) > 0;
         }
+        find_active_slot(c); /* after the labels from the state file are in */
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 e->pd.slot_active = e->has_slot && c->have_active_slot && streq(e->slot, c->active_slot);
@@ -311,6 +319,7 @@ static void record_all(struct ctx *c)
                 struct bsg_record rec = {
                         .devnum = e->devnum,
                         .devnode = (char *)e->devnode,
+                        .partlabel = c->devs.v[e->dev].partlabel,
                         .devid = e->pd.devid,
                         .num_devices = e->pd.num_devices,
                         .generation = e->generation,
@@ -414,8 +423,6 @@ static int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                 if (d->parse_result == 0 && d->sb.csum_state == BSG_CSUM_NOT_VERIFIED)
                         log_debug("%s: %s checksum not verified", d->devnode, bsg_csum_type_name(d->sb.csum_type));
         }
-        find_active_slot(c);
-
         if (!c->dry_run && c->verb != VERB_STATUS) {
                 lock_fd = bsg_state_lock(bsg_rundir_path(), c->deadline);
                 if (lock_fd < 0) {

@@ -62,8 +62,10 @@ int bsg_state_lock(const char *rundir, uint64_t deadline_usec)
 
 void bsg_state_free(struct bsg_state *state)
 {
-        for (size_t i = 0; i < state->n; i++)
+        for (size_t i = 0; i < state->n; i++) {
                 free(state->v[i].devnode);
+                free(state->v[i].partlabel);
+        }
         free(state->v);
         state->v = NULL;
         state->n = 0;
@@ -81,23 +83,31 @@ int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec)
 {
         struct bsg_record *old = bsg_state_find(state, rec->devnum);
         char *devnode = strdup(rec->devnode ? rec->devnode : "");
+        char *partlabel = rec->partlabel ? strdup(rec->partlabel) : NULL;
 
-        if (!devnode)
+        if (!devnode || (rec->partlabel && !partlabel)) {
+                free(devnode);
+                free(partlabel);
                 return -ENOMEM;
+        }
         if (old) {
                 free(old->devnode);
+                free(old->partlabel);
                 *old = *rec;
                 old->devnode = devnode;
+                old->partlabel = partlabel;
                 return 0;
         }
         struct bsg_record *nv = realloc(state->v, (state->n + 1) * sizeof(*nv));
         if (!nv) {
                 free(devnode);
+                free(partlabel);
                 return -ENOMEM;
         }
         state->v = nv;
         nv[state->n] = *rec;
         nv[state->n].devnode = devnode;
+        nv[state->n].partlabel = partlabel;
         state->n++;
         return 0;
 }
@@ -148,13 +158,13 @@ int bsg_state_load(const char *rundir, struct bsg_state *ret_state)
         for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 unsigned maj, min, reg, seed;
                 uint64_t devid, num, gen;
-                char fsid[37], node[4200];
+                char fsid[37], label[1024], node[4200];
                 struct bsg_record rec = {0};
 
                 if (line[0] == '#')
                         continue;
-                if (sscanf(line, "%u:%u %u %" SCNu64 " %" SCNu64 " %" SCNu64 " %u %36s %4199s", &maj, &min, &reg,
-                           &devid, &num, &gen, &seed, fsid, node) != 9)
+                if (sscanf(line, "%u:%u %u %" SCNu64 " %" SCNu64 " %" SCNu64 " %u %36s %1023s %4199s", &maj, &min,
+                           &reg, &devid, &num, &gen, &seed, fsid, label, node) != 10)
                         continue;
                 if (bsg_uuid_parse(fsid, rec.fsid) < 0)
                         continue;
@@ -169,12 +179,15 @@ int bsg_state_load(const char *rundir, struct bsg_state *ret_state)
                 rec.generation = gen;
                 rec.seeding = seed;
                 rec.devnode = unescape(node);
-                if (!rec.devnode || bsg_state_put(&st, &rec) < 0) {
+                rec.partlabel = streq(label, "%") ? NULL : unescape(label); /* "%": no label */
+                if (!rec.devnode || (!streq(label, "%") && !rec.partlabel) || bsg_state_put(&st, &rec) < 0) {
                         free(rec.devnode);
+                        free(rec.partlabel);
                         bsg_state_free(&st);
                         return -ENOMEM;
                 }
                 free(rec.devnode);
+                free(rec.partlabel);
         }
         *ret_state = st;
         return 0;
@@ -199,13 +212,18 @@ int bsg_state_save(const char *rundir, const struct bsg_state *state)
         FILE *f = fopen(tmp, "we");
         if (!f)
                 return -errno;
-        fprintf(f, "# btrfs-scan-gate device state: MAJ:MIN registered devid num_devices generation seeding fsid devnode\n");
+        fprintf(f, "# btrfs-scan-gate device state: MAJ:MIN registered devid num_devices generation seeding fsid partlabel devnode\n");
         for (size_t i = 0; i < state->n; i++) {
                 const struct bsg_record *rec = &state->v[i];
                 char fsid[37];
                 bsg_uuid_format(rec->fsid, fsid);
                 fprintf(f, "%u:%u %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %s ", major(rec->devnum), minor(rec->devnum),
                         rec->registered, rec->devid, rec->num_devices, rec->generation, rec->seeding, fsid);
+                if (rec->partlabel)
+                        escape(rec->partlabel, f);
+                else
+                        fputc('%', f); /* no label; a real '%' is always escaped */
+                fputc(' ', f);
                 escape(rec->devnode, f);
                 fputc('\n', f);
         }

@@ -13,6 +13,8 @@
 struct bsg_record {
         dev_t devnum;
         char *devnode;
+        char *partlabel; /* NULL if none: the label the device's own event gave (udev env), kept for
+                          * later invocations that see the device only through sysfs */
         uint8_t fsid[BSG_UUID_SIZE];
         uint64_t devid;
         uint64_t num_devices;
@@ -38,6 +40,6 @@ int bsg_state_load(const char *rundir, struct bsg_state *ret_state);
 int bsg_state_save(const char *rundir, const struct bsg_state *state);
 
 struct bsg_record *bsg_state_find(struct bsg_state *state, dev_t devnum);
-/* Adds or replaces the record of REC->devnum (copies devnode). Returns 0 or -ENOMEM. */
+/* Adds or replaces the record of REC->devnum (copies devnode and partlabel). Returns 0 or -ENOMEM. */
 int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec);
 void bsg_state_free(struct bsg_state *state);

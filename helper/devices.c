@@ -278,6 +278,8 @@ _Noreturn static void read_child(int out, const struct bsg_devs *devs, size_t fi
         _exit(0);
 }
 
+#define BLKID_BUFFER_SIZE (1024 * 1024)
+
 static int blkid_on_buffer(struct bsg_dev *d, const uint8_t *buf)
 {
         _cleanup_close_ int fd = memfd_create("bsg-superblock", MFD_CLOEXEC);
@@ -287,12 +289,13 @@ static int blkid_on_buffer(struct bsg_dev *d, const uint8_t *buf)
 
         if (fd < 0)
                 return -errno;
-        if (ftruncate(fd, BSG_SUPER_END) < 0 || pwrite(fd, buf, BSG_SUPER_SIZE, BSG_SUPER_OFFSET) != BSG_SUPER_SIZE)
+        /* sparse: only the superblock is data. libblkid (2.38) finds no btrfs on anything below 1 MiB. */
+        if (ftruncate(fd, BLKID_BUFFER_SIZE) < 0 || pwrite(fd, buf, BSG_SUPER_SIZE, BSG_SUPER_OFFSET) != BSG_SUPER_SIZE)
                 return -errno;
         pr = blkid_new_probe();
         if (!pr)
                 return -ENOMEM;
-        if (blkid_probe_set_device(pr, fd, 0, BSG_SUPER_END) < 0)
+        if (blkid_probe_set_device(pr, fd, 0, BLKID_BUFFER_SIZE) < 0)
                 return -EIO;
         blkid_probe_enable_superblocks(pr, 1);
         blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_UUID | BLKID_SUBLKS_LABEL);

@@ -313,8 +313,14 @@ static void record_all(struct ctx *c)
 {
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
-                if (e->dev < 0 || e->from_record || e->pd.state != BSG_DEV_BTRFS || !e->devnum)
+                if (e->dev < 0 || e->from_record || !e->devnum)
                         continue;
+                if (e->pd.state != BSG_DEV_BTRFS) {
+                        /* read fine and no (valid) btrfs any more: forget what it was */
+                        if (c->devs.v[e->dev].read_result >= 0)
+                                bsg_state_remove(&c->state, e->devnum);
+                        continue;
+                }
                 struct bsg_record *old = bsg_state_find(&c->state, e->devnum);
                 struct bsg_record rec = {
                         .devnum = e->devnum,
@@ -516,7 +522,20 @@ static int run_udev(struct ctx *c)
         if (c->dry_run) {
                 if (t->v.decision != BSG_IGNORE)
                         add_token(c->actions, sizeof(c->actions), "dry-run");
-        } else if (acting && t->v.decision != BSG_IGNORE) {
+        } else if (acting && t->v.decision == BSG_IGNORE) {
+                /* nothing to do for the device, but keep the state and the skip list current */
+                record_all(c);
+                _cleanup_free_ char *list = NULL;
+                if (skip_list(c, &list) == -E2BIG)
+                        add_error(c, "skip-list-too-long");
+                if (list)
+                        apply_skip_list(c, list);
+                int r = bsg_state_save(bsg_rundir_path(), &c->state);
+                if (r < 0) {
+                        log_msg("cannot save the state file, ignoring: %s", strerror(-r));
+                        add_error(c, "state-save-failed");
+                }
+        } else if (acting) {
                 record_all(c);
                 control = bsg_control_open();
                 if (control < 0) {

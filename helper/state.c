@@ -71,6 +71,17 @@ void bsg_state_free(struct bsg_state *state)
         state->n = 0;
 }
 
+void bsg_state_remove(struct bsg_state *state, dev_t devnum)
+{
+        struct bsg_record *rec = bsg_state_find(state, devnum);
+
+        if (!rec)
+                return;
+        free(rec->devnode);
+        free(rec->partlabel);
+        *rec = state->v[--state->n];
+}
+
 struct bsg_record *bsg_state_find(struct bsg_state *state, dev_t devnum)
 {
         for (size_t i = 0; i < state->n; i++)

@@ -42,4 +42,6 @@ int bsg_state_save(const char *rundir, const struct bsg_state *state);
 struct bsg_record *bsg_state_find(struct bsg_state *state, dev_t devnum);
 /* Adds or replaces the record of REC->devnum (copies devnode and partlabel). Returns 0 or -ENOMEM. */
 int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec);
+/* Drops the record of DEVNUM if there is one. */
+void bsg_state_remove(struct bsg_state *state, dev_t devnum);
 void bsg_state_free(struct bsg_state *state);

@@ -481,9 +481,10 @@ static void world_add(Fixture *f, const DevSpec *s)
         char *syspath;
         if (s->disk) {
                 g_autofree char *start = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64)s->partn * 2048);
+                g_autofree char *partn = g_strdup_printf("%d", s->partn);
                 syspath = umockdev_testbed_add_devicev(
                         tb, "block", s->node, parent,
-                        (char *[]){"dev", dev, "partition", g_strdup_printf("%d", s->partn), "start",
+                        (char *[]){"dev", dev, "partition", partn, "start",
                                    start, "size", "245760", "ro", "0", NULL},
                         (char **)props->pdata);
         } else {

@@ -219,7 +219,8 @@ int bsg_state_save(const char *rundir, const struct bsg_state *state)
                 return r;
         snprintf(path, sizeof(path), "%s/devices", rundir);
         snprintf(tmp, sizeof(tmp), "%s/.devices.tmp", rundir);
-        qsort(state->v, state->n, sizeof(state->v[0]), cmp_rec);
+        if (state->n > 0) /* qsort(NULL, 0, ...) is undefined */
+                qsort(state->v, state->n, sizeof(state->v[0]), cmp_rec);
         FILE *f = fopen(tmp, "we");
         if (!f)
                 return -errno;

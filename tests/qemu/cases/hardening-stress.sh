@@ -7,8 +7,11 @@
 # kernel log, every surviving file matches its sha256 after a remount (read from disk, not from
 # the page cache of the first mount), and `btrfs check` is clean on both clones.
 #
-# Debian's 6.1 config has no CONFIG_PROVE_LOCKING (no lockdep), so the lockdep patterns can only
-# match on a debug kernel; the WARNING/BUG/Oops patterns catch WARN_ON/BUG_ON/assertions.
+# Debian's 6.1 config (config-6.1.0-57-amd64, checked) has no CONFIG_PROVE_LOCKING,
+# DEBUG_LOCK_ALLOC, KASAN, UBSAN or BTRFS_ASSERT, so the lockdep patterns can only match on a
+# debug kernel. It does have DEBUG_LIST, BUG_ON_DATA_CORRUPTION, SLUB_DEBUG (slub_debug= on the
+# command line) and DETECT_HUNG_TASK (timeout lowered below); WARNING/BUG/Oops catch WARN_ON,
+# BUG_ON and list corruption.
 . /lib/guest-lib.sh
 
 STRESS_SECONDS=${STRESS_SECONDS:-60}
@@ -22,6 +25,8 @@ must mount -t btrfs -o virtual_fsid /dev/vdb /b
 # the two clones must be two instances
 [ "$(stat -c %d /a)" != "$(stat -c %d /b)" ] || fail "clones share one superblock"
 
+# report a task stuck for 30 s instead of the default 120 s (CONFIG_DETECT_HUNG_TASK=y in Debian)
+echo 30 >/proc/sys/kernel/hung_task_timeout_secs || log "hung_task_timeout_secs not writable"
 dmesg >"$W/dmesg.before"
 
 # writer TAG MNT: create files of random content and size, copy them, delete old ones, sync

@@ -217,9 +217,11 @@ static void long_path(size_t len)
                 die("long: bad length %zu", len);
         while (len - strlen(p) > 201) {
                 size_t l = strlen(p);
+                /* never leave a remainder of 1 ("/" and an empty name) for the last component */
+                size_t n = len - l - 201 < 2 ? 199 : 200;
                 p[l] = '/';
-                memset(p + l + 1, 'd', 200);
-                p[l + 201] = 0;
+                memset(p + l + 1, 'd', n);
+                p[l + 1 + n] = 0;
                 if (mkdir(p, 0755) < 0 && errno != EEXIST)
                         die("mkdir %s: %s", p, strerror(errno));
         }

@@ -69,7 +69,11 @@ qemu_source_tree() {
     echo "$src"
 }
 
-# qemu_build_patched: btrfs.ko with kernel-patches/6.1/series applied, cached by version+hash
+# qemu_build_patched: btrfs.ko with kernel-patches/6.1/series applied, cached by version+hash.
+# Each patch is applied and the module rebuilt after it (incremental after the first), so the
+# build proves that every prefix of the series builds; a compiler warning in fs/btrfs fails it.
+# checkpatch.pl --strict of the same source tree runs on each patch; its report is kept next to
+# the module (checkpatch.log) and its error/warning count must be 0.
 qemu_build_patched() {
     local hash out tree dir=$QEMU_REPO/kernel-patches/6.1 p src
     hash=$(qemu_series_hash)
@@ -84,21 +88,35 @@ qemu_build_patched() {
         flock -w 1200 9 || { qemu_log "timed out waiting for the module build lock"; exit 1; }
         [ -e "$out/btrfs.ko" ] && exit 0
         tree=$(mktemp -d "$BSG_CACHE/build.XXXXXX")
+        trap 'rm -rf "$tree"' EXIT
         cp -a "$src/." "$tree/"
-        if [ -f "$dir/series" ]; then
-            while read -r p; do
-                case $p in ''|'#'*) continue ;; esac
-                qemu_log "applying $p"
-                patch -d "$tree" -p1 --batch --forward <"$dir/$p" >"$tree/patch.log" 2>&1 ||
-                    { cat "$tree/patch.log" >&2; qemu_log "$p does not apply"; exit 1; }
-            done <"$dir/series"
-        fi
-        qemu_log "building btrfs.ko (series $hash) against linux-headers-$ABI"
-        make -C "/usr/src/linux-headers-$ABI" M="$tree/fs/btrfs" -j"$(nproc)" modules \
-            >"$tree/build.log" 2>&1 || { tail -n 40 "$tree/build.log" >&2; exit 1; }
+        : >"$tree/all-build.log"
+        : >"$tree/checkpatch.log"
+        while read -r p; do
+            case $p in ''|'#'*) continue ;; esac
+            qemu_log "applying $p"
+            patch -d "$tree" -p1 --batch --forward <"$dir/$p" >"$tree/patch.log" 2>&1 ||
+                { cat "$tree/patch.log" >&2; qemu_log "$p does not apply"; exit 1; }
+            (cd "$tree" && perl scripts/checkpatch.pl --strict --no-tree --no-signoff \
+                "$dir/$p") >>"$tree/checkpatch.log" 2>&1 || true
+            if grep -Eq '^(ERROR|WARNING):' "$tree/checkpatch.log"; then
+                grep -E -A3 '^(ERROR|WARNING):' "$tree/checkpatch.log" >&2
+                qemu_log "checkpatch --strict: errors or warnings in $p"
+                exit 1
+            fi
+            qemu_log "building btrfs.ko with the series up to $p against linux-headers-$ABI"
+            make -C "/usr/src/linux-headers-$ABI" M="$tree/fs/btrfs" -j"$(nproc)" modules \
+                >"$tree/build.log" 2>&1 || { tail -n 40 "$tree/build.log" >&2; qemu_log "$p does not build"; exit 1; }
+            if grep -q 'warning:' "$tree/build.log"; then
+                grep -A3 'warning:' "$tree/build.log" >&2
+                qemu_log "the build with the series up to $p has compiler warnings"
+                exit 1
+            fi
+            { echo "== up to $p"; cat "$tree/build.log"; } >>"$tree/all-build.log"
+        done < <(grep -v '^[[:space:]]*$' "$dir/series")
         mkdir -p "$out"
-        cp "$tree/fs/btrfs/btrfs.ko" "$tree/build.log" "$out/"
-        rm -rf "$tree"
+        cp "$tree/fs/btrfs/btrfs.ko" "$tree/checkpatch.log" "$out/"
+        cp "$tree/all-build.log" "$out/build.log"
     ) 9>"$BSG_CACHE/locks/build-$SRCVER" || return 1
     echo "$out/btrfs.ko"
 }
@@ -156,6 +174,49 @@ qemu_make_disks() {
         truncate -s $size "$d/disk0.img"
         mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
         serials=(single)
+        ;;
+    steamos|steamos-ab)
+        # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
+        # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
+        # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
+        # holds esp, rootfs-A, var-A, home; disk1 (serial steamos-b) holds rootfs-B, var-B.
+        # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
+        local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
+        local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
+        local -a parts
+        mkdir -p "$d/fs/rootdir/etc"
+        echo "steamos-like rootfs" >"$d/fs/rootdir/etc/os-release"
+        truncate -s 16M "$d/fs/esp.img"
+        mkfs.vfat -n ESP -i 5c1a0e5f "$d/fs/esp.img"
+        truncate -s 128M "$d/fs/rootfs.img" "$d/fs/var.img" "$d/fs/home.img"
+        mkfs.btrfs -q -f -L rootfs -U $fs_root --rootdir "$d/fs/rootdir" "$d/fs/rootfs.img"
+        mkfs.btrfs -q -f -L var -U $fs_var "$d/fs/var.img"
+        mkfs.btrfs -q -f -L home -U $fs_home "$d/fs/home.img"
+        if [ "$layout" = steamos ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home")
+            serials=(steamos)
+        else
+            parts=("esp rootfs-A var-A home" "rootfs-B var-B")
+            serials=(steamos-a steamos-b)
+        fi
+        for i in "${!parts[@]}"; do
+            img=$d/disk$i.img
+            truncate -s 700M "$img"
+            n=1 start=2048
+            for label in ${parts[$i]}; do
+                p=$d/fs/${label%-[AB]}.img
+                # fixed partition GUIDs: ...-<disk><partition number>
+                sgdisk -n "$n:$start:+$(( $(stat -c %s "$p") / 1024 ))K" -c "$n:$label" \
+                    -t "$n:$([ "$label" = esp ] && echo ef00 || echo 8300)" \
+                    -u "$n:5c1a6e2f-0d3b-4c1e-9a7f-0000000000$i$n" "$img"
+                dd if="$p" of="$img" bs=1M seek=$((start / 2048)) conv=notrunc,sparse status=none
+                start=$((start + $(stat -c %s "$p") / 512))
+                n=$((n + 1))
+            done
+            sgdisk -U "5c1a6e2f-0d3b-4c1e-9a7f-00000000d15$i" "$img"
+            sgdisk -p "$img"
+        done
+        rm -rf "$d/fs"
         ;;
     none) serials=() ;;
     *) qemu_log "unknown disk layout '$layout'"; return 1 ;;

@@ -41,7 +41,8 @@ qemu_kernel() {
     QK_SERIES=$series
 }
 
-# the series' identity: hash of the series file and every patch it names, in order
+# the series' identity: hash of the series file and every patch it names, in order, and of the
+# mutant (BSG_MUTANT=NAME: tests/qemu/mutants/NAME.sh, see there) when one is asked for
 qemu_series_hash() {
     local dir=$QEMU_REPO/kernel-patches/6.1 p
     {
@@ -52,6 +53,7 @@ qemu_series_hash() {
                 cat "$dir/$p"
             done <"$dir/series"
         fi
+        [ -z "${BSG_MUTANT:-}" ] || cat "$QEMU_HERE/mutants/$BSG_MUTANT.sh"
     } | sha256sum | cut -c1-16
 }
 
@@ -104,6 +106,7 @@ qemu_build_patched() {
                 qemu_log "checkpatch --strict: errors or warnings in $p"
                 exit 1
             fi
+            [ -z "${BSG_MUTANT:-}" ] || continue    # a mutant is built once, at the end
             qemu_log "building btrfs.ko with the series up to $p against linux-headers-$ABI"
             make -C "/usr/src/linux-headers-$ABI" M="$tree/fs/btrfs" -j"$(nproc)" modules \
                 >"$tree/build.log" 2>&1 || { tail -n 40 "$tree/build.log" >&2; qemu_log "$p does not build"; exit 1; }
@@ -114,6 +117,18 @@ qemu_build_patched() {
             fi
             { echo "== up to $p"; cat "$tree/build.log"; } >>"$tree/all-build.log"
         done < <(grep -v '^[[:space:]]*$' "$dir/series")
+        if [ -n "${BSG_MUTANT:-}" ]; then
+            local m=$QEMU_HERE/mutants/$BSG_MUTANT.sh before
+            [ -f "$m" ] || { qemu_log "no mutant $m"; exit 1; }
+            before=$(cat "$tree"/fs/btrfs/*.[ch] | sha256sum)
+            qemu_log "mutant $BSG_MUTANT: breaking the series on purpose"
+            (cd "$tree/fs/btrfs" && sh "$m") || { qemu_log "mutant $BSG_MUTANT failed to apply"; exit 1; }
+            [ "$(cat "$tree"/fs/btrfs/*.[ch] | sha256sum)" != "$before" ] ||
+                { qemu_log "mutant $BSG_MUTANT changed nothing (stale pattern?)"; exit 1; }
+            make -C "/usr/src/linux-headers-$ABI" M="$tree/fs/btrfs" -j"$(nproc)" modules \
+                >"$tree/build.log" 2>&1 || { tail -n 40 "$tree/build.log" >&2; exit 1; }
+            cp "$tree/build.log" "$tree/all-build.log"
+        fi
         mkdir -p "$out"
         cp "$tree/fs/btrfs/btrfs.ko" "$tree/checkpatch.log" "$out/"
         cp "$tree/all-build.log" "$out/build.log"
@@ -154,6 +169,41 @@ qemu_module_order() {
 
 qemu_make_disks() {
     local layout=$1 d=$2 size=256M i
+    # _qemu_sb_edit IMG OFFSET [fsid=UUID] [flags_or=N] [gen_add=N]: edit the btrfs superblock
+    # copy at OFFSET of IMG (fsid at 0x20, flags at 0x38, generation at 0x48, all little endian)
+    # and store the new crc32c of bytes 0x20..0xfff in the first 4 bytes. perl-base is Essential.
+    _qemu_sb_edit() {
+        perl -e '
+            use strict; use warnings;
+            my ($img, $off, @ops) = @ARGV;
+            open(my $fh, "+<:raw", $img) or die "$img: $!\n";
+            sysseek($fh, $off, 0) or die "seek: $!\n";
+            sysread($fh, my $sb, 4096) == 4096 or die "$img: short read at $off\n";
+            substr($sb, 0x40, 8) eq "_BHRfS_M" or die "$img: no btrfs superblock at $off\n";
+            for (@ops) {
+                my ($k, $v) = split /=/, $_, 2;
+                if ($k eq "fsid") {
+                    (my $h = $v) =~ s/-//g;
+                    substr($sb, 0x20, 16) = pack("H32", $h);
+                } elsif ($k eq "flags_or") {
+                    substr($sb, 0x38, 8) = pack("Q<", unpack("Q<", substr($sb, 0x38, 8)) | $v);
+                } elsif ($k eq "gen_add") {
+                    substr($sb, 0x48, 8) = pack("Q<", unpack("Q<", substr($sb, 0x48, 8)) + $v);
+                } else { die "unknown edit $k\n" }
+            }
+            my @t;
+            for my $i (0 .. 255) {
+                my $c = $i;
+                $c = $c & 1 ? ($c >> 1) ^ 0x82F63B78 : $c >> 1 for 1 .. 8;
+                $t[$i] = $c;
+            }
+            my $crc = 0xFFFFFFFF;
+            $crc = $t[($crc ^ $_) & 0xFF] ^ ($crc >> 8) for unpack("C*", substr($sb, 0x20));
+            substr($sb, 0, 4) = pack("V", $crc ^ 0xFFFFFFFF);
+            sysseek($fh, $off, 0) or die "seek: $!\n";
+            syswrite($fh, $sb) == 4096 or die "$img: short write\n";
+        ' "$@"
+    }
     mkdir -p "$d"
     rm -f "$d"/disk*.img
     case $layout in
@@ -174,6 +224,38 @@ qemu_make_disks() {
         truncate -s $size "$d/disk0.img"
         mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
         serials=(single)
+        ;;
+    refusals)
+        # What virtual_fsid must refuse, one filesystem per disk, each with its own fsid:
+        # vda single (fsid QEMU_FSID) and vdb blank spare, for device add/remove/replace on a
+        # virtual_fsid mount; vdc seed (btrfstune -S 1); vdd METADATA_UUID (btrfstune -M);
+        # vde single with BTRFS_SUPER_FLAG_CHANGING_FSID (1 << 35) set in its primary superblock
+        # (checksum recomputed), as an interrupted `btrfstune -U` leaves it; vdf+vdg raid1.
+        local u=5c1a6e2f-0d3b-4c1e-9a7f-00000000f0
+        truncate -s $size "$d"/disk{0,1,2,3,4,5,6}.img
+        mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
+        mkfs.btrfs -q -f -L seed -U ${u}02 "$d/disk2.img"
+        btrfstune -S 1 "$d/disk2.img"
+        mkfs.btrfs -q -f -L metauuid -U ${u}03 "$d/disk3.img"
+        btrfstune -M ${u}33 "$d/disk3.img"
+        mkfs.btrfs -q -f -L fsidchange -U ${u}04 "$d/disk4.img"
+        _qemu_sb_edit "$d/disk4.img" 65536 flags_or=$((1 << 35))
+        mkfs.btrfs -q -f -L raid -d raid1 -m raid1 -U ${u}05 "$d/disk5.img" "$d/disk6.img"
+        btrfs inspect-internal dump-super "$d/disk4.img"
+        serials=(single spare seed metauuid fsidchange raid-a raid-b)
+        ;;
+    clone2-badmirror)
+        # clone2 plus vdc, a third clone whose superblock mirror 1 (64 MiB) has another fsid
+        # (5c1a6e2f-...-0bad0bad0bad) and generation + 1 (checksum recomputed): scans read the
+        # primary (on-disk fsid QEMU_FSID), open_ctree() takes the newest copy, so the mount
+        # reaches the superblock's fsid check with a mismatch.
+        truncate -s $size "$d/disk0.img"
+        mkfs.btrfs -q -f -L clone -U $QEMU_FSID "$d/disk0.img"
+        cp --sparse=always "$d/disk0.img" "$d/disk1.img"
+        cp --sparse=always "$d/disk0.img" "$d/disk2.img"
+        _qemu_sb_edit "$d/disk2.img" $((64 << 20)) fsid=5c1a6e2f-0d3b-4c1e-9a7f-0bad0bad0bad gen_add=1
+        btrfs inspect-internal dump-super -s 1 "$d/disk2.img"
+        serials=(clone-a clone-b badmirror)
         ;;
     steamos|steamos-ab)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
@@ -203,17 +285,18 @@ qemu_make_disks() {
             img=$d/disk$i.img
             truncate -s 700M "$img"
             n=1 start=2048
+            local -a sg=(-U "5c1a6e2f-0d3b-4c1e-9a7f-00000000d15$i")
             for label in ${parts[$i]}; do
                 p=$d/fs/${label%-[AB]}.img
-                # fixed partition GUIDs: ...-<disk><partition number>
-                sgdisk -n "$n:$start:+$(( $(stat -c %s "$p") / 1024 ))K" -c "$n:$label" \
-                    -t "$n:$([ "$label" = esp ] && echo ef00 || echo 8300)" \
-                    -u "$n:5c1a6e2f-0d3b-4c1e-9a7f-0000000000$i$n" "$img"
+                # fixed partition GUIDs ...-<disk><partition number>; one sgdisk call (each costs 1 s)
+                sg+=(-n "$n:$start:+$(( $(stat -c %s "$p") / 1024 ))K" -c "$n:$label"
+                    -t "$n:$([ "$label" = esp ] && echo ef00 || echo 8300)"
+                    -u "$n:5c1a6e2f-0d3b-4c1e-9a7f-0000000000$i$n")
                 dd if="$p" of="$img" bs=1M seek=$((start / 2048)) conv=notrunc,sparse status=none
                 start=$((start + $(stat -c %s "$p") / 512))
                 n=$((n + 1))
             done
-            sgdisk -U "5c1a6e2f-0d3b-4c1e-9a7f-00000000d15$i" "$img"
+            sgdisk "${sg[@]}" "$img"
             sgdisk -p "$img"
         done
         rm -rf "$d/fs"

@@ -31,12 +31,13 @@ modparams=$(sed -n "s/^# qemu-case:.*modparams='\([^']*\)'.*/\1/p" "$case_file" 
 append=$(sed -n "s/^# qemu-case:.*append='\([^']*\)'.*/\1/p" "$case_file" | head -n 1)
 
 qemu_kernel "$kernel" || prereq_missing "kernel $kernel (run tests/qemu/setup.sh)"
-ko=$(qemu_btrfs_ko "$module")
+ko=$(qemu_btrfs_ko "$module") && [ -n "$ko" ] ||
+    { echo "run-case: $name: no $module btrfs module (build failed?)" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work"
 qemu_make_disks "$disks" "$work/disks" >"$work/mkfs.log" 2>&1 || { cat "$work/mkfs.log"; exit 1; }
 QEMU_DISKDIR=$work/disks qemu_initramfs "$case_file" "$work/initrd.gz" "$ko" "$modparams"
 
-echo "run-case: $name: kernel $QK_KVER, module $module ($ko), disks $disks"
+echo "run-case: $name: kernel $QK_KVER, module $module${BSG_MUTANT:+ MUTANT $BSG_MUTANT} ($ko), disks $disks"
 start=$(date +%s)
 QEMU_TIMEOUT=$timeout QEMU_APPEND=$append qemu_boot "$work/initrd.gz" "$work/console.log" "$work/disks" || true
 rc=$(qemu_verdict "$work/console.log")

@@ -229,8 +229,9 @@ qemu_make_disks() {
         # What virtual_fsid must refuse, one filesystem per disk, each with its own fsid:
         # vda single (fsid QEMU_FSID) and vdb blank spare, for device add/remove/replace on a
         # virtual_fsid mount; vdc seed (btrfstune -S 1); vdd METADATA_UUID (btrfstune -M);
-        # vde single with BTRFS_SUPER_FLAG_CHANGING_FSID (1 << 35) set in its primary superblock
-        # (checksum recomputed), as an interrupted `btrfstune -U` leaves it; vdf+vdg raid1.
+        # vde single with BTRFS_SUPER_FLAG_CHANGING_FSID_V2 (1 << 36) set in its primary superblock
+        # (checksum recomputed), as an interrupted metadata_uuid change leaves it (6.1 refuses the
+        # v1 flag, 1 << 35, for every mount: "unsupported super flag"); vdf+vdg raid1.
         local u=5c1a6e2f-0d3b-4c1e-9a7f-00000000f0
         truncate -s $size "$d"/disk{0,1,2,3,4,5,6}.img
         mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
@@ -239,7 +240,7 @@ qemu_make_disks() {
         mkfs.btrfs -q -f -L metauuid -U ${u}03 "$d/disk3.img"
         btrfstune -M ${u}33 "$d/disk3.img"
         mkfs.btrfs -q -f -L fsidchange -U ${u}04 "$d/disk4.img"
-        _qemu_sb_edit "$d/disk4.img" 65536 flags_or=$((1 << 35))
+        _qemu_sb_edit "$d/disk4.img" 65536 flags_or=$((1 << 36))
         mkfs.btrfs -q -f -L raid -d raid1 -m raid1 -U ${u}05 "$d/disk5.img" "$d/disk6.img"
         btrfs inspect-internal dump-super "$d/disk4.img"
         serials=(single spare seed metauuid fsidchange raid-a raid-b)

@@ -6,7 +6,7 @@
 . /lib/guest-lib.sh
 
 N_MOUNT=${N_MOUNT:-25}
-N_SCAN=${N_SCAN:-150}
+N_SCAN=${N_SCAN:-60}
 mkdir -p /a /b
 [ -x /bin/kbench ] || fail "/bin/kbench missing from the initramfs"
 [ -w /sys/module/btrfs/parameters/skip_scan ] || fail "not the patched module"

@@ -4,9 +4,9 @@
  *
  *   kbench mount N DEV MNT [TWIN TWINMNT]
  *       N interleaved rounds of mount(2)+umount(2) of DEV on MNT, plain and with
- *       "virtual_fsid" (the order alternates every round). With TWIN, a third mode mounts
- *       TWIN with virtual_fsid on TWINMNT for the whole run and times DEV with virtual_fsid
- *       next to it (the A/B case).
+ *       "virtual_fsid" (the order rotates every round). With TWIN, a third mode, in the same
+ *       rounds, mounts TWIN with virtual_fsid on TWINMNT (untimed) and times DEV with
+ *       virtual_fsid next to it (the A/B case).
  *   kbench scan N DEV PARAM BTRFS
  *       N interleaved rounds of BTRFS_IOC_SCAN_DEV on DEV with the skip_scan parameter PARAM
  *       empty (normal scan) and listing DEV (skipped scan), timed as the bare ioctl and as a
@@ -111,6 +111,7 @@ static int bench_mount(int n, const char *dev, const char *mnt, const char *twin
 		       const char *twinmnt)
 {
 	struct series plain, vfsid, plain_m, vfsid_m, twin_s;
+	int modes = twin ? 3 : 2;
 	double mt;
 
 	series_init(&plain, "mount+umount.plain", n);
@@ -122,20 +123,37 @@ static int bench_mount(int n, const char *dev, const char *mnt, const char *twin
 	/* warm-up: the first mount reads metadata from the disk, later ones from the cache */
 	if (mount_once(dev, mnt, NULL, &mt) < 0 || mount_once(dev, mnt, "virtual_fsid", &mt) < 0)
 		return 1;
+	if (twin && (mount_once(twin, twinmnt, "virtual_fsid", &mt) < 0))
+		return 1;
+	/*
+	 * Every round times each mode once, in an order that rotates from round to round, so that
+	 * drift of the (shared, emulated) machine hits all modes alike. The twin of the third mode
+	 * is mounted and unmounted outside the timed region.
+	 */
 	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < 2; k++) {
-			int use_vfsid = (i + k) % 2;
-			double t = mount_once(dev, mnt, use_vfsid ? "virtual_fsid" : NULL, &mt);
+		for (int k = 0; k < modes; k++) {
+			int mode = (i + k) % modes;
+			double t;
 
+			if (mode == 2 && mount(twin, twinmnt, "btrfs", 0, "virtual_fsid") < 0) {
+				fprintf(stderr, "kbench: mount %s %s: %m\n", twin, twinmnt);
+				return 1;
+			}
+			t = mount_once(dev, mnt, mode ? "virtual_fsid" : NULL, &mt);
 			if (t < 0)
 				return 1;
-			if (use_vfsid) {
-				vfsid.us[i] = t;
-				vfsid_m.us[i] = mt;
-			} else {
+			if (mode == 2 && umount(twinmnt) < 0) {
+				fprintf(stderr, "kbench: umount %s: %m\n", twinmnt);
+				return 1;
+			}
+			if (mode == 0) {
 				plain.us[i] = t;
 				plain_m.us[i] = mt;
-			}
+			} else if (mode == 1) {
+				vfsid.us[i] = t;
+				vfsid_m.us[i] = mt;
+			} else
+				twin_s.us[i] = t;
 		}
 	}
 	report(&plain);
@@ -144,23 +162,7 @@ static int bench_mount(int n, const char *dev, const char *mnt, const char *twin
 	report(&vfsid_m);
 	printf("RATIO mount+umount.virtual_fsid/plain=%.3f\n", median(&vfsid) / median(&plain));
 	printf("RATIO mount-only.virtual_fsid/plain=%.3f\n", median(&vfsid_m) / median(&plain_m));
-
 	if (twin) {
-		if (mount(twin, twinmnt, "btrfs", 0, "virtual_fsid") < 0) {
-			fprintf(stderr, "kbench: mount %s %s: %m\n", twin, twinmnt);
-			return 1;
-		}
-		for (int i = 0; i < n; i++) {
-			double t = mount_once(dev, mnt, "virtual_fsid", &mt);
-
-			if (t < 0)
-				return 1;
-			twin_s.us[i] = t;
-		}
-		if (umount(twinmnt) < 0) {
-			fprintf(stderr, "kbench: umount %s: %m\n", twinmnt);
-			return 1;
-		}
 		report(&twin_s);
 		printf("RATIO mount+umount.virtual_fsid.twin-mounted/plain=%.3f\n",
 		       median(&twin_s) / median(&plain));

@@ -2,7 +2,7 @@
 # bench/kernel/run.sh [OUTDIR]: the kernel part of bench/run.sh (a benchmark, not a test).
 # Boots the patched 6.1 guest once (tests/qemu/lib.sh: TCG, disks=clone2) with kbench in the
 # initramfs, runs guest-bench.sh and writes the guest's RESULT/RATIO lines to OUTDIR/results.txt
-# (console: OUTDIR/console.log). Rounds: N_MOUNT (default 25), N_SCAN (default 100).
+# (console: OUTDIR/console.log). Rounds: N_MOUNT (default 25), N_SCAN (default 60).
 # Exit: 0, 77 when a prerequisite is missing (says which), 1 when the guest run failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +11,7 @@ repo=$(cd "$here/../.." && pwd)
 
 out=${1:-/var/tmp/bench/kernel}
 N_MOUNT=${N_MOUNT:-25}
-N_SCAN=${N_SCAN:-100}
+N_SCAN=${N_SCAN:-60}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 

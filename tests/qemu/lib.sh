@@ -245,18 +245,21 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk4.img"
         serials=(single spare seed metauuid fsidchange raid-a raid-b)
         ;;
-    clone2-badmirror)
-        # clone2 plus vdc, a third clone whose superblock mirror 1 (64 MiB) has another fsid
-        # (5c1a6e2f-...-0bad0bad0bad) and generation + 1 (checksum recomputed): scans read the
-        # primary (on-disk fsid QEMU_FSID), open_ctree() takes the newest copy, so the mount
-        # reaches the superblock's fsid check with a mismatch.
+    clone2-sbswap)
+        # clone2 plus vdc, a third clone, and vdd (1 MiB) holding at 64 KiB a copy of the clones'
+        # superblock with another fsid (5c1a6e2f-...-0bad0bad0bad), checksum recomputed. A guest
+        # that writes it over vdc's superblock while vdc is being mounted makes the mount read
+        # two fsids: registered with one, open_ctree() finds the other (the fsid mismatch error).
+        # (Superblock mirrors can't do this: 6.1's btrfs_read_dev_super() reads only the primary.)
         truncate -s $size "$d/disk0.img"
         mkfs.btrfs -q -f -L clone -U $QEMU_FSID "$d/disk0.img"
         cp --sparse=always "$d/disk0.img" "$d/disk1.img"
         cp --sparse=always "$d/disk0.img" "$d/disk2.img"
-        _qemu_sb_edit "$d/disk2.img" $((64 << 20)) fsid=5c1a6e2f-0d3b-4c1e-9a7f-0bad0bad0bad gen_add=1
-        btrfs inspect-internal dump-super -s 1 "$d/disk2.img"
-        serials=(clone-a clone-b badmirror)
+        truncate -s 1M "$d/disk3.img"
+        dd if="$d/disk0.img" of="$d/disk3.img" bs=4096 skip=16 seek=16 count=1 conv=notrunc
+        _qemu_sb_edit "$d/disk3.img" 65536 fsid=5c1a6e2f-0d3b-4c1e-9a7f-0bad0bad0bad
+        btrfs inspect-internal dump-super "$d/disk3.img"
+        serials=(clone-a clone-b clone-c sb-swap)
         ;;
     steamos|steamos-ab)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs

@@ -35,6 +35,7 @@ cases = [
 ("devid-zero", r"poke=0xc9:\x00\x00\x00\x00\x00\x00\x00\x00 recsum", D, 0, "invalid btrfs superblock: devid is 0", "BTRFS_SCAN_GATE_REASON=invalid-superblock", 10),
 ("dev-item-fsid-mismatch", r"poke=0x11b:\xee recsum", D, 0, "invalid btrfs superblock: dev_item fsid differs", "BTRFS_SCAN_GATE_REASON=invalid-superblock", 10),
 ("label-not-nul-terminated", "fill=0x12b:256:0x41 recsum", D, 0, "invalid btrfs superblock: label not NUL-terminated", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=invalid-superblock", 10),
+("label-255-bytes", "fill=0x12b:255:0x41 recsum", D, 0, "-", f"BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_REASON=unique BTRFS_SCAN_GATE_FSID={FS} !BTRFS_SCAN_GATE_ERROR=*", 10),
 ("label-hostile-bytes", r"poke=0x12b:a\sb\x22c\x27d\n\x00 recsum", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan", 10),
 # the path
 ("path-with-comma", "devname=dev,1", D, 0, "$DEV: path contains ',' or whitespace or is longer than 4087 bytes", "BTRFS_SCAN_GATE_REASON=bad-path !BTRFS_SCAN_GATE_DECISION=scan", 10),
@@ -47,6 +48,8 @@ cases = [
 ("device-is-a-directory", "dev=dir", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("device-vanishes-before-open", "shim=vanish reached=vanished", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("eio-mid-superblock", "shim=eio:66000 reached=eio", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs BTRFS_SCAN_GATE_ERROR=read-error", 10),
+("device-vanishes-mid-read", "shim=short:66000 reached=short", "udev $DEV", 0, "$DEV: invalid btrfs superblock: device too small for a superblock at 64 KiB", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=invalid-superblock !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=none", 10),
+("device-vanishes-after-open", "shim=short:0 reached=short", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=none", 10),
 ("symlink-swapped-between-checks", "link shim=swap reached=swapped", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs", 10),
 ("fifo-blocks-open", "dev=fifo", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-timeout", 4),
 ("read-blocks", "shim=block reached=blocking", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-timeout", 4),

@@ -419,6 +419,9 @@ static void setup(Case *c, char *directives)
                         if (!strncmp(v, "eio:", 4)) {
                                 env_set(c, "BSG_SHIM_EIO_PATH=@DEV@");
                                 env_setf(c, "BSG_SHIM_EIO_OFFSET=%s", v + 4);
+                        } else if (!strncmp(v, "short:", 6)) {
+                                env_set(c, "BSG_SHIM_SHORT_PATH=@DEV@");
+                                env_setf(c, "BSG_SHIM_SHORT_OFFSET=%s", v + 6);
                         } else if (!strcmp(v, "block"))
                                 env_set(c, "BSG_SHIM_BLOCK_PATH=@DEV@");
                         else if (!strcmp(v, "vanish"))

@@ -7,6 +7,10 @@
  *   BSG_SHIM_BLOCK_PATH=P                      read()/pread() on a descriptor opened from P sleeps
  *                                              BSG_SHIM_BLOCK_SECONDS (default 600), ignoring
  *                                              signals, like a read stuck in the block layer
+ *   BSG_SHIM_SHORT_PATH=P, BSG_SHIM_SHORT_OFFSET=N  read()/pread() on a descriptor opened from P
+ *                                              returns only the bytes before N, then 0 (end of
+ *                                              device): the device vanished after open, its
+ *                                              capacity dropped to 0 as on hot-unplug
  *   BSG_SHIM_VANISH_PATH=P                     stat() works, open() fails with ENOENT (the node
  *                                              vanished between enumeration and open)
  *   BSG_SHIM_SWAP_LINK=L, BSG_SHIM_SWAP_TARGET=T  after the first stat/lstat/realpath/readlink/
@@ -32,7 +36,7 @@
 #include <unistd.h>
 
 #define MAX_FD 4096
-enum { FD_EIO = 1, FD_BLOCK = 2 };
+enum { FD_EIO = 1, FD_BLOCK = 2, FD_SHORT = 3 };
 static unsigned char fd_kind[MAX_FD];
 static int swapped;
 
@@ -115,6 +119,8 @@ static int after_open(const char *path, int fd)
                         fd_kind[fd] = FD_EIO;
                 else if (env_is("BSG_SHIM_BLOCK_PATH", path))
                         fd_kind[fd] = FD_BLOCK;
+                else if (env_is("BSG_SHIM_SHORT_PATH", path))
+                        fd_kind[fd] = FD_SHORT;
         }
         return fd;
 }
@@ -223,9 +229,22 @@ static void block_forever(int fd)
         } while (now.tv_sec < end.tv_sec);
 }
 
+/* FD_SHORT: the length a read at @off may return (the device ends at BSG_SHIM_SHORT_OFFSET) */
+static size_t clamp(int fd, off_t off, size_t len)
+{
+        if (fd < 0 || fd >= MAX_FD || fd_kind[fd] != FD_SHORT)
+                return len;
+        const char *o = getenv("BSG_SHIM_SHORT_OFFSET");
+        off_t end = o ? atoll(o) : 0;
+        if (off + (off_t)len <= end)
+                return len;
+        shim_log("short", getenv("BSG_SHIM_SHORT_PATH"));
+        return off >= end ? 0 : (size_t)(end - off);
+}
+
 static int fault(int fd, off_t off, size_t len)
 {
-        if (fd < 0 || fd >= MAX_FD || !fd_kind[fd])
+        if (fd < 0 || fd >= MAX_FD || !fd_kind[fd] || fd_kind[fd] == FD_SHORT)
                 return 0;
         if (fd_kind[fd] == FD_BLOCK) {
                 block_forever(fd);
@@ -247,14 +266,14 @@ ssize_t pread(int fd, void *buf, size_t len, off_t off)
         REAL(ssize_t, pread, int, void *, size_t, off_t);
         if (fault(fd, off, len) < 0)
                 return -1;
-        return real_pread(fd, buf, len, off);
+        return real_pread(fd, buf, clamp(fd, off, len), off);
 }
 ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 {
         REAL(ssize_t, pread64, int, void *, size_t, off_t);
         if (fault(fd, off, len) < 0)
                 return -1;
-        return real_pread64(fd, buf, len, off);
+        return real_pread64(fd, buf, clamp(fd, off, len), off);
 }
 ssize_t read(int fd, void *buf, size_t len)
 {
@@ -263,6 +282,7 @@ ssize_t read(int fd, void *buf, size_t len)
                 off_t off = lseek(fd, 0, SEEK_CUR);
                 if (fault(fd, off < 0 ? 0 : off, len) < 0)
                         return -1;
+                len = clamp(fd, off < 0 ? 0 : off, len);
         }
         return real_read(fd, buf, len);
 }

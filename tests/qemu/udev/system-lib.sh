@@ -44,6 +44,10 @@ sys_hotplug() {
         done
     done
     must udevadm settle --timeout=60
+    # events the rules replay from RUN+= (udevadm trigger) may reach udevd just after the queue
+    # emptied: settle once more after a moment
+    sleep 1
+    must udevadm settle --timeout=60
     log "hotplug: $id attached, udev settled"
 }
 

@@ -114,10 +114,15 @@ sys_prop() {
 # log with the guest's uptime
 tlog() { read -r up _ </proc/uptime; log "[$up] $*"; }
 
-# is $1 registered with the kernel (and not mounted)? BTRFS_IOC_FORGET_DEV by path succeeds only
-# for a registered device; a device it forgot is scanned again at once, so the probe changes
-# nothing (a skip_scan-listed device could not be scanned again: the case fails on it anyway)
+# is $1 registered with the kernel (and not mounted)? On 6.1 BTRFS_IOC_FORGET_DEV by path
+# succeeds only for a registered device (ENOENT otherwise); a device it forgot is scanned again at
+# once, so the probe changes nothing (a skip_scan-listed device could not be scanned again: the
+# case fails on it anyway). Later kernels (6.12) answer 0 for an unknown device: "n/a" there.
 sys_registered() {
+    if [ -e /sys/fs/btrfs/features/temp_fsid ]; then
+        echo n/a
+        return
+    fi
     if btrfs device scan --forget "$1" >>/tmp/forget.log 2>&1; then
         btrfs device scan "$1" >>/tmp/forget.log 2>&1
         echo yes

@@ -16,7 +16,8 @@
 # match on a debug kernel and an ASSERT() in btrfs compiles to nothing. What it does have and what
 # this case uses: DEBUG_LIST and BUG_ON_DATA_CORRUPTION (list corruption is a BUG), SLUB_DEBUG
 # (enabled on the command line: slub_debug=FZ, sanity checks and red zones on every slab),
-# DETECT_HUNG_TASK (timeout lowered to 10 s below), SOFTLOCKUP_DETECTOR, HARDLOCKUP_DETECTOR and
+# DETECT_HUNG_TASK (timeout lowered to 20 s below; a deadlock longer than
+# that hangs the case into its timeout anyway), SOFTLOCKUP_DETECTOR, HARDLOCKUP_DETECTOR and
 # RCU stall warnings; WARN_ON/BUG_ON print WARNING:/kernel BUG, and oops=panic makes an oops end
 # the boot (verdict 125).
 . /lib/guest-lib.sh
@@ -32,7 +33,7 @@ must mount -t btrfs -o virtual_fsid /dev/vdb /b
 # the two clones must be two instances
 [ "$(stat -c %d /a)" != "$(stat -c %d /b)" ] || fail "clones share one superblock"
 
-echo 10 >/proc/sys/kernel/hung_task_timeout_secs || log "hung_task_timeout_secs not writable"
+echo 20 >/proc/sys/kernel/hung_task_timeout_secs || log "hung_task_timeout_secs not writable"
 log "slub_debug: $(cat /sys/kernel/slab/kmalloc-64/sanity_checks 2>&1) (1 = on)"
 
 # writer TAG MNT: create files of random content and size (fsync'ed), copy them, re-read an older

@@ -4,7 +4,8 @@
 # name disks (50-udev-default, 60-persistent-storage) and either the staged (`cmake --install`
 # DESTDIR=STAGE) gate rules, unit and helper, or systemd's stock 64-btrfs.rules. Exits with the
 # case's exit status (124: no verdict before the timeout, 125: panic; 77: prerequisite missing,
-# a failure when CI=true). Console: WORKDIR/console.log.
+# a failure when CI=true). Console: WORKDIR/console.log. BSG_SYSTEM_EXTRA_FILES="src:dst ..." adds
+# files to the guest.
 #
 # Header (one line):
 #   # qemu-case: kernel=6.1|6.12 module=stock|patched disks=LAYOUT [timeout=S] [rules=gate|stock]
@@ -72,6 +73,7 @@ done
 for b in ata_id scsi_id; do [ -e /lib/udev/$b ] && files="$files /lib/udev/$b:/lib/udev/$b"; done
 bins="/lib/systemd/systemd-udevd $(command -v udevadm)"
 files="$files /lib/systemd/systemd-udevd:/lib/systemd/systemd-udevd $here/system-lib.sh:/lib/system-lib.sh"
+files="$files ${BSG_SYSTEM_EXTRA_FILES:-}"   # more "src:dst" pairs (demo/ab-demo.sh)
 case $rules in
 gate)
     helper=$(find "$stage" -name btrfs-scan-gate -type f -perm -u+x -path '*bin/*' | head -n 1)

@@ -5,7 +5,7 @@
 # kbench (static, appended to the initramfs by run.sh) does the timing; see kbench.c.
 . /lib/guest-lib.sh
 
-N_MOUNT=${N_MOUNT:-25}
+N_MOUNT=${N_MOUNT:-30}
 N_SCAN=${N_SCAN:-60}
 mkdir -p /a /b
 [ -x /bin/kbench ] || fail "/bin/kbench missing from the initramfs"

@@ -4,9 +4,9 @@
  *
  *   kbench mount N DEV MNT [TWIN TWINMNT]
  *       N interleaved rounds of mount(2)+umount(2) of DEV on MNT, plain and with
- *       "virtual_fsid" (the order rotates every round). With TWIN, a third mode, in the same
- *       rounds, mounts TWIN with virtual_fsid on TWINMNT (untimed) and times DEV with
- *       virtual_fsid next to it (the A/B case).
+ *       "virtual_fsid" (the order changes every round; unmounted devices are forgotten before
+ *       each timed mount). With TWIN, a third mode, in the same rounds, mounts TWIN with
+ *       virtual_fsid on TWINMNT (untimed) and times DEV with virtual_fsid next to it (A/B).
  *   kbench scan N DEV PARAM BTRFS
  *       N interleaved rounds of BTRFS_IOC_SCAN_DEV on DEV with the skip_scan parameter PARAM
  *       empty (normal scan) and listing DEV (skipped scan), timed as the bare ioctl and as a
@@ -87,6 +87,25 @@ static void series_init(struct series *s, const char *name, int n)
 		abort();
 }
 
+/* Forgets every unmounted device (FORGET_DEV with an empty name), so that each timed mount starts
+ * from the same device list whatever ran before it. Untimed. */
+static int forget_all(void)
+{
+	struct btrfs_ioctl_vol_args args;
+	int fd = open("/dev/btrfs-control", O_RDWR | O_CLOEXEC | O_NOCTTY), r;
+
+	if (fd < 0) {
+		fprintf(stderr, "kbench: open /dev/btrfs-control: %m\n");
+		return -1;
+	}
+	memset(&args, 0, sizeof(args));
+	r = ioctl(fd, BTRFS_IOC_FORGET_DEV, &args);
+	if (r < 0)
+		fprintf(stderr, "kbench: BTRFS_IOC_FORGET_DEV: %m\n");
+	close(fd);
+	return r;
+}
+
 /* one mount+umount; returns the total in microseconds, or -1 */
 static double mount_once(const char *dev, const char *mnt, const char *opts, double *ret_mount_us)
 {
@@ -126,19 +145,27 @@ static int bench_mount(int n, const char *dev, const char *mnt, const char *twin
 	if (twin && (mount_once(twin, twinmnt, "virtual_fsid", &mt) < 0))
 		return 1;
 	/*
-	 * Every round times each mode once, in an order that rotates from round to round, so that
-	 * drift of the (shared, emulated) machine hits all modes alike. The twin of the third mode
-	 * is mounted and unmounted outside the timed region.
+	 * Every round times each mode once; the order runs through all permutations (every mode
+	 * follows every other equally often), so that drift of the (shared, emulated) machine hits
+	 * all modes alike. Before each timed mount the unmounted devices are forgotten, so every
+	 * mount starts from the same device list. The twin of the third mode is mounted and
+	 * unmounted outside the timed region.
 	 */
+	static const int orders[6][3] = { { 0, 1, 2 }, { 1, 2, 0 }, { 2, 0, 1 },
+					  { 0, 2, 1 }, { 2, 1, 0 }, { 1, 0, 2 } };
 	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < modes; k++) {
-			int mode = (i + k) % modes;
+		for (int k = 0; k < 3; k++) {
+			int mode = modes == 3 ? orders[i % 6][k] : (i + k) % 2;
 			double t;
 
+			if (k >= modes)
+				break;
 			if (mode == 2 && mount(twin, twinmnt, "btrfs", 0, "virtual_fsid") < 0) {
 				fprintf(stderr, "kbench: mount %s %s: %m\n", twin, twinmnt);
 				return 1;
 			}
+			if (forget_all() < 0)
+				return 1;
 			t = mount_once(dev, mnt, mode ? "virtual_fsid" : NULL, &mt);
 			if (t < 0)
 				return 1;

@@ -10,7 +10,7 @@ repo=$(cd "$here/../.." && pwd)
 . "$repo/tests/qemu/lib.sh"
 
 out=${1:-/var/tmp/bench/kernel}
-N_MOUNT=${N_MOUNT:-25}
+N_MOUNT=${N_MOUNT:-30}
 N_SCAN=${N_SCAN:-60}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -31,7 +31,7 @@ QEMU_DISKDIR=$out/disks QEMU_EXTRA_FILES="$out/kbench:/bin/kbench" \
 
 echo "bench/kernel: kernel $QK_KVER, patched module $ko, N_MOUNT=$N_MOUNT N_SCAN=$N_SCAN"
 start=$(date +%s)
-QEMU_TIMEOUT=${KBENCH_TIMEOUT:-300} qemu_boot "$out/initrd.gz" "$out/console.log" "$out/disks" || true
+QEMU_TIMEOUT=${KBENCH_TIMEOUT:-300} qemu_boot "$out/initrd.gz" "$out/console.log" "$out/disks" ${KBENCH_QEMU_ARGS:-} || true
 rc=$(qemu_verdict "$out/console.log")
 echo "bench/kernel: guest exit $rc after $(($(date +%s) - start)) s; console: $out/console.log"
 grep -a -E '^(RESULT|RATIO) ' "$out/console.log" | tr -d '\r' >"$out/results.txt" || true

@@ -243,7 +243,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
     echo "One boot with 100 devices (strace): $boot_opens opens and $boot_preads preads of the simulated devices; $boot_ioctl scan ioctls (70 devices to scan)."
     echo
     if [ -s "$kres" ]; then
-        echo "Kernel: patched 6.1 in QEMU (TCG), one boot; interleaved rounds (the order rotates every round)."
+        echo "Kernel: patched 6.1 in QEMU (TCG), one boot; interleaved rounds (every order of the modes; unmounted devices forgotten before each timed mount)."
         echo "TCG on a shared machine is noisy: the minima show the uncontended cost, the medians the typical one."
         echo
         echo "| measurement | median µs | ratio of medians | min µs | ratio of minima | baseline |"

@@ -2,7 +2,9 @@
 # bench/kernel/run.sh [OUTDIR]: the kernel part of bench/run.sh (a benchmark, not a test).
 # Boots the patched 6.1 guest once (tests/qemu/lib.sh: TCG, disks=clone2) with kbench in the
 # initramfs, runs guest-bench.sh and writes the guest's RESULT/RATIO lines to OUTDIR/results.txt
-# (console: OUTDIR/console.log). Rounds: N_MOUNT (default 25), N_SCAN (default 60).
+# (console: OUTDIR/console.log). Rounds: N_MOUNT (default 30), N_SCAN (default 60).
+# KBENCH_QEMU_ARGS: extra qemu arguments (tried here: "-icount shift=0,sleep=off", for guest time
+# counted in instructions, did not get past the BIOS within 200 s).
 # Exit: 0, 77 when a prerequisite is missing (says which), 1 when the guest run failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

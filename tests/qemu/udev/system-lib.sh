@@ -201,25 +201,30 @@ sys_expect() {
     grep -qx "STATE: $1" /tmp/state.txt || fail "state: no line 'STATE: $1'"
 }
 
-# The state every case must reach with the gate on the patched module, active slot A: checked
-# from the dump, then `btrfs device scan` of every device, then both slots mounted at once.
+# The state every case must reach with the gate on the patched module, active slot $1 (default A,
+# the other one B): checked from the dump, then `btrfs device scan` of every device, then both
+# slots mounted at once.
 sys_check_gated_state() {
+    a=${1:-A}
+    o=$([ "$a" = A ] && echo B || echo A)
     sys_expect "skip_scan: rootfs-A rootfs-B var-A var-B"
     for l in $SYS_CLONES; do
         sys_expect "$l: fs=btrfs decision=skip reason=clone .* in-skip-scan=yes registered=no"
     done
     sys_expect "home: fs=btrfs decision=scan reason=unique .* in-skip-scan=no registered=yes"
-    sys_expect "rootfs-A: .* udisks-ignore=- .*"
-    sys_expect "var-A: .* udisks-ignore=- .*"
-    sys_expect "rootfs-B: .* udisks-ignore=1 .*"
-    sys_expect "var-B: .* udisks-ignore=1 .*"
-    sys_expect "link by-uuid/$ROOT_FSID -> rootfs-A"
-    sys_expect "link by-uuid/$VAR_FSID -> var-A"
+    sys_expect "rootfs-$a: .* slot-active=1 .* udisks-ignore=- .*"
+    sys_expect "var-$a: .* slot-active=1 .* udisks-ignore=- .*"
+    sys_expect "rootfs-$o: .* slot-active=0 .* udisks-ignore=1 .*"
+    sys_expect "var-$o: .* slot-active=0 .* udisks-ignore=1 .*"
+    sys_expect "link by-uuid/$ROOT_FSID -> rootfs-$a"
+    sys_expect "link by-uuid/$VAR_FSID -> var-$a"
+    sys_expect "link by-label/rootfs -> rootfs-$a"
     sys_expect "link by-uuid/$HOME_FSID -> home"
-    sys_expect "link by-slot/active/rootfs -> rootfs-A"
-    sys_expect "link by-slot/other/rootfs -> rootfs-B"
-    sys_expect "link by-slot/active/var -> var-A"
-    sys_expect "link by-slot/other/var -> var-B"
+    sys_expect "link by-slot/active/rootfs -> rootfs-$a"
+    sys_expect "link by-slot/other/rootfs -> rootfs-$o"
+    sys_expect "link by-slot/active/var -> var-$a"
+    sys_expect "link by-slot/other/var -> var-$o"
+    sys_expect "active slot: $a .*"
     tlog "btrfs device scan (every device)"
     btrfs device scan >/tmp/scan-all.log 2>&1
     sed 's/^/guest: scan-all: /' /tmp/scan-all.log
@@ -230,8 +235,8 @@ sys_check_gated_state() {
     must mount -o virtual_fsid /dev/disk/by-slot/active/var /va
     must mount -o virtual_fsid /dev/disk/by-slot/other/var /vb
     must mount /dev/disk/by-uuid/$HOME_FSID /home
-    grep -q steamos /ra/etc/os-release || fail "rootfs-A content"
-    grep -q steamos /rb/etc/os-release || fail "rootfs-B content"
+    grep -q steamos /ra/etc/os-release || fail "rootfs-$a content"
+    grep -q steamos /rb/etc/os-release || fail "rootfs-$o content"
     log "mounted: $(grep btrfs /proc/mounts | tr '\n' ';')"
     must umount /ra
     must umount /rb

@@ -37,7 +37,7 @@ done
 
 header=$(grep -m1 '^# qemu-case:' "$case_file" | sed 's/^# qemu-case://')
 [ -n "$header" ] || { echo "run-udev-case: $case_file has no '# qemu-case:' header" >&2; exit 2; }
-kernel=6.1 module=stock disks=clone2 timeout=120 rules=gate hotplug= state=
+kernel=6.1 module=stock disks=clone2 timeout=120 rules=gate hotplug='' state=''
 eval "$(printf '%s\n' $header | grep -E '^(kernel|module|disks|timeout|rules|hotplug|state)=[A-Za-z0-9.,_-]*$' || true)"
 modparams=$(sed -n "s/^# qemu-case:.*modparams='\([^']*\)'.*/\1/p" "$case_file" | head -n 1)
 append=$(sed -n "s/^# qemu-case:.*append='\([^']*\)'.*/\1/p" "$case_file" | head -n 1)
@@ -97,7 +97,7 @@ QEMU_EXTRA_BINS=$bins QEMU_EXTRA_FILES=$files QEMU_DISKDIR=$work/disks \
 echo "run-udev-case: $name: kernel $QK_KVER, module $module ($ko), disks $disks, rules $rules${hotplug:+, hotplug $hotplug}"
 start=$(date +%s%N)
 qemu_args=()
-watcher= drain=
+watcher='' drain=''
 if [ -n "$hotplug" ]; then
     # the monitor on two FIFOs (no sockets, no ports); a watcher answers the guest's requests
     mkfifo "$work/mon.in" "$work/mon.out"
@@ -106,11 +106,11 @@ if [ -n "$hotplug" ]; then
     drain=$!
     (
         exec 3<>"$work/mon.in"
-        declare -A done=()
+        declare -A sent=()
         while [ ! -e "$work/.qemu-exited" ]; do
             for id in $(grep -ao 'HOTPLUG-REQUEST: d[0-9]*' "$work/console.log" 2>/dev/null | awk '{print $2}'); do
-                [ -n "${done[$id]:-}" ] && continue
-                done[$id]=1
+                [ -n "${sent[$id]:-}" ] && continue
+                sent[$id]=1
                 if [ -z "${hot_dev[$id]:-}" ]; then
                     echo "watcher: guest asked for $id, which is not a hotplug disk" >>"$work/hotplug.log"
                     continue

@@ -58,7 +58,7 @@ sys_hotplug() {
 sys_map() {
     SYS_MAP=
     for u in /sys/class/block/*/uevent; do
-        dn= pn=
+        dn='' pn=''
         while IFS='=' read -r k v; do
             case $k in DEVNAME) dn=$v ;; PARTNAME) pn=$v ;; esac
         done <"$u"

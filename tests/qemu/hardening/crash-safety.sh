@@ -16,8 +16,9 @@
 #
 # Environment: BSG_CRASH_KILL_DELAY (s, default 4), BSG_CRASH_BOOT_TIMEOUT (s per boot, default 150),
 # BSG_CRASH_EXPECT_FSID (32 hex digits; default: the fsid of the fresh images. Setting a wrong one
-# shows the test failing; so does BSG_MUTANT=virtual-fsid-on-disk, tests/qemu/mutants/), BSG_CRASH_MODULE (patched|stock, default patched: the stock module cannot
-# mount the second clone, so boot 1 fails).
+# shows the test failing; so does BSG_MUTANT=virtual-fsid-on-disk, see tests/qemu/mutants/),
+# BSG_CRASH_MODULE (patched|stock, default patched: the stock module cannot mount the second clone,
+# so boot 1 fails).
 # A kill of QEMU loses what the guest had not yet handed to the virtual disk (the guest's page cache
 # and anything in flight); what QEMU already wrote to the image file stays, as on a disk whose
 # write cache survived. Exit status: 0 pass, 1 fail, 77 prerequisite missing (1 with CI=true).

@@ -58,8 +58,10 @@ function(bsg_add_test name target)
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT}
         LABELS "${ARG_LABELS}" ENVIRONMENT "BSG_HELPER=${helper};${ARG_ENV}")
     if(BSG_SANITIZERS)
+        # ASan+UBSan runs 2-3x slower, more on a loaded machine
+        math(EXPR asan_timeout "${ARG_TIMEOUT} * 3")
         add_test(NAME asan/${name} COMMAND ${target}-asan ${ARG_ARGS})
-        set_tests_properties(asan/${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT}
+        set_tests_properties(asan/${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${asan_timeout}
             LABELS "asan;${ARG_LABELS}"
             ENVIRONMENT "BSG_HELPER=$<TARGET_FILE:btrfs-scan-gate-asan>;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;${ARG_ENV}")
     endif()

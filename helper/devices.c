@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,18 +26,12 @@ static inline void udev_unrefp(struct udev **p)
         if (*p)
                 udev_unref(*p);
 }
-static inline void udev_enumerate_unrefp(struct udev_enumerate **p)
-{
-        if (*p)
-                udev_enumerate_unref(*p);
-}
 static inline void blkid_free_probep(blkid_probe *p)
 {
         if (*p)
                 blkid_free_probe(*p);
 }
 #define _cleanup_udev_ _cleanup_(udev_unrefp)
-#define _cleanup_udev_enumerate_ _cleanup_(udev_enumerate_unrefp)
 #define _cleanup_blkid_probe_ _cleanup_(blkid_free_probep)
 
 uint64_t bsg_now_usec(void)
@@ -48,6 +44,7 @@ uint64_t bsg_now_usec(void)
 static void dev_done(struct bsg_dev *d)
 {
         free(d->devnode);
+        free(d->sysname);
         free(d->syspath);
         free(d->partlabel);
         free(d->partuuid);
@@ -66,11 +63,6 @@ void bsg_devs_free(struct bsg_devs *d)
         d->n = 0;
 }
 
-static char *strdup_or_null(const char *s)
-{
-        return isempty(s) ? NULL : strdup(s);
-}
-
 static struct bsg_dev *devs_append(struct bsg_devs *devs)
 {
         struct bsg_dev *nv = realloc(devs->v, (devs->n + 1) * sizeof(*nv));
@@ -83,85 +75,162 @@ static struct bsg_dev *devs_append(struct bsg_devs *devs)
         return &nv[devs->n++];
 }
 
-/* Removable or hot-pluggable media: the disk's "removable" flag, or a USB/FireWire/MMC-card bus. */
-static bool is_hotpluggable(struct udev_device *dev)
-{
-        struct udev_device *disk = dev;
-        const char *v;
+#define SYS_CLASS_BLOCK "/sys/class/block"
 
-        if (streq_ptr(udev_device_get_devtype(dev), "partition"))
-                disk = udev_device_get_parent_with_subsystem_devtype(dev, "block", "disk");
-        if (!disk)
-                disk = dev;
-        v = udev_device_get_sysattr_value(disk, "removable");
-        if (v && v[0] == '1')
+/* Reads the sysfs attribute ATTR of block device NAME into BUF (NUL-terminated, one trailing
+ * newline dropped). Returns its length or -errno. */
+static ssize_t sysfs_read(const char *name, const char *attr, char *buf, size_t size)
+{
+        char path[PATH_MAX];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/%s", name, attr) >= sizeof(path))
+                return -ENAMETOOLONG;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        if (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        return n;
+}
+
+/* The value of KEY in a uevent file's "KEY=VALUE" lines, copied to OUT; NULL if absent or empty. */
+static const char *uevent_value(const char *text, const char *key, char *out, size_t size)
+{
+        size_t klen = strlen(key);
+
+        for (const char *p = text; *p;) {
+                size_t len = strcspn(p, "\n");
+                if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+                        size_t vlen = len - klen - 1;
+                        if (vlen == 0 || vlen >= size)
+                                return NULL;
+                        memcpy(out, p + klen + 1, vlen);
+                        out[vlen] = '\0';
+                        return out;
+                }
+                p += len;
+                if (*p)
+                        p++;
+        }
+        return NULL;
+}
+
+/* Removable or hot-pluggable media: the disk's "removable" flag, a USB/FireWire bus in the device's
+ * sysfs path, or ID_BUS where the uevent file carries it. */
+static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char *uevent)
+{
+        char v[16];
+
+        if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')
                 return true;
-        v = udev_device_get_property_value(disk, "ID_BUS");
-        if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+        if (uevent_value(uevent, "ID_BUS", v, sizeof(v)) && (streq(v, "usb") || streq(v, "ieee1394")))
                 return true;
-        v = udev_device_get_syspath(disk);
-        return v && (strstr(v, "/usb") || strstr(v, "/firewire"));
+        return strstr(sysfs_link, "/usb") || strstr(sysfs_link, "/firewire");
+}
+
+/* Fills D from /sys/class/block/NAME. Returns 1 (a block device with a node), 0 (not one: skip), or
+ * -ENOMEM. */
+static int dev_from_sysfs(struct bsg_dev *d, const char *name)
+{
+        char v[64], uevent[4096], link[PATH_MAX], val[PATH_MAX], disk[PATH_MAX], path[PATH_MAX];
+        unsigned maj, min;
+        const char *partlabel, *devname;
+        ssize_t l;
+
+        if (sysfs_read(name, "dev", v, sizeof(v)) <= 0 || sscanf(v, "%u:%u", &maj, &min) != 2 || maj == 0)
+                return 0;
+        if (sysfs_read(name, "uevent", uevent, sizeof(uevent)) < 0)
+                uevent[0] = '\0';
+        snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", name);
+        l = readlink(path, link, sizeof(link) - 1);
+        if (l < 0)
+                return 0; /* vanished since readdir() */
+        link[l] = '\0';
+
+        d->sysname = strdup(name);
+        d->syspath = strdup(link);
+        devname = uevent_value(uevent, "DEVNAME", val, sizeof(val));
+        if (!devname)
+                devname = name;
+        if (devname[0] == '/')
+                d->devnode = strdup(devname);
+        else if (asprintf(&d->devnode, "/dev/%s", devname) < 0)
+                d->devnode = NULL;
+        if (!d->sysname || !d->syspath || !d->devnode)
+                return -ENOMEM;
+        d->devnum = makedev(maj, min);
+
+        partlabel = uevent_value(uevent, "ID_PART_ENTRY_NAME", val, sizeof(val));
+        if (!partlabel)
+                partlabel = uevent_value(uevent, "PARTNAME", val, sizeof(val));
+        if (partlabel && !(d->partlabel = strdup(partlabel)))
+                return -ENOMEM;
+        if (uevent_value(uevent, "ID_PART_ENTRY_UUID", val, sizeof(val)) && !(d->partuuid = strdup(val)))
+                return -ENOMEM;
+
+        /* a partition's disk is the directory above it in sysfs */
+        snprintf(disk, sizeof(disk), "%s", name);
+        if (uevent_value(uevent, "DEVTYPE", v, sizeof(v)) && streq(v, "partition")) {
+                char *slash = strrchr(link, '/');
+                if (slash) {
+                        *slash = '\0';
+                        const char *parent = strrchr(link, '/');
+                        snprintf(disk, sizeof(disk), "%s", parent ? parent + 1 : link);
+                        *slash = '/';
+                }
+        }
+        d->hotpluggable = is_hotpluggable(disk, link, uevent);
+
+        if (sysfs_read(name, "size", v, sizeof(v)) > 0 && strtoull(v, NULL, 10) * 512 < BSG_SUPER_END) {
+                d->skip_read = true;
+                d->skip_read_why = "smaller than 68 KiB";
+        }
+        if (sysfs_read(name, "dm/suspended", v, sizeof(v)) > 0 && v[0] == '1') {
+                d->skip_read = true;
+                d->skip_read_why = "suspended device-mapper device";
+        }
+        return 1;
 }
 
 int bsg_devs_enumerate(struct bsg_devs *ret_devs)
 {
-        _cleanup_udev_ struct udev *udev = udev_new();
-        _cleanup_udev_enumerate_ struct udev_enumerate *e = NULL;
+        DIR *dir = opendir(SYS_CLASS_BLOCK);
         struct bsg_devs devs = {0};
-        struct udev_list_entry *it;
+        struct dirent *de;
 
-        if (!udev)
-                return -ENOMEM;
-        e = udev_enumerate_new(udev);
-        if (!e)
-                return -ENOMEM;
-        if (udev_enumerate_add_match_subsystem(e, "block") < 0 || udev_enumerate_scan_devices(e) < 0)
-                return -EIO;
-
-        udev_list_entry_foreach(it, udev_enumerate_get_list_entry(e))
-        {
-                struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(it));
-                const char *devnode, *v;
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir))) {
                 struct bsg_dev *d;
+                int r;
 
-                if (!dev)
-                        continue; /* vanished since the enumeration */
-                devnode = udev_device_get_devnode(dev);
-                if (!devnode || major(udev_device_get_devnum(dev)) == 0) {
-                        udev_device_unref(dev);
+                if (de->d_name[0] == '.')
                         continue;
-                }
                 d = devs_append(&devs);
                 if (!d) {
-                        udev_device_unref(dev);
+                        closedir(dir);
                         bsg_devs_free(&devs);
                         return -ENOMEM;
                 }
-                d->devnode = strdup(devnode);
-                d->syspath = strdup(udev_device_get_syspath(dev));
-                d->devnum = udev_device_get_devnum(dev);
-                v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
-                if (isempty(v))
-                        v = udev_device_get_property_value(dev, "PARTNAME");
-                d->partlabel = strdup_or_null(v);
-                d->partuuid = strdup_or_null(udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID"));
-                d->hotpluggable = is_hotpluggable(dev);
-                v = udev_device_get_sysattr_value(dev, "size");
-                if (v && strtoull(v, NULL, 10) * 512 < BSG_SUPER_END) {
-                        d->skip_read = true;
-                        d->skip_read_why = "smaller than 68 KiB";
-                }
-                v = udev_device_get_sysattr_value(dev, "dm/suspended");
-                if (v && v[0] == '1') {
-                        d->skip_read = true;
-                        d->skip_read_why = "suspended device-mapper device";
-                }
-                udev_device_unref(dev);
-                if (!d->devnode || !d->syspath) {
+                r = dev_from_sysfs(d, de->d_name);
+                if (r < 0) {
+                        closedir(dir);
                         bsg_devs_free(&devs);
-                        return -ENOMEM;
+                        return r;
+                }
+                if (r == 0) {
+                        dev_done(d);
+                        devs.n--;
                 }
         }
+        closedir(dir);
+
         /* a whole disk with partitions: its partitions are what carry filesystems */
         for (size_t i = 0; i < devs.n; i++)
                 for (size_t k = 0; k < devs.n; k++) {
@@ -174,6 +243,35 @@ int bsg_devs_enumerate(struct bsg_devs *ret_devs)
                 }
         *ret_devs = devs;
         return 0;
+}
+
+void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
+{
+        _cleanup_udev_ struct udev *udev = NULL;
+
+        for (size_t i = 0; i < devs->n; i++) {
+                struct bsg_dev *d = &devs->v[i];
+                struct udev_device *dev;
+                const char *v;
+
+                if (!d->sysname || (!all && d->parse_result != 0))
+                        continue;
+                if (!udev && !(udev = udev_new()))
+                        return;
+                dev = udev_device_new_from_subsystem_sysname(udev, "block", d->sysname);
+                if (!dev)
+                        continue;
+                v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
+                if (!d->partlabel && !isempty(v))
+                        d->partlabel = strdup(v); /* NULL on ENOMEM: no label, as before */
+                v = udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID");
+                if (!d->partuuid && !isempty(v))
+                        d->partuuid = strdup(v);
+                v = udev_device_get_property_value(dev, "ID_BUS");
+                if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+                        d->hotpluggable = true;
+                udev_device_unref(dev);
+        }
 }
 
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)

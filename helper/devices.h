@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Block devices: enumeration through libudev (sysfs, plus the udev database when there is one) and
- * the one superblock read per device, done in a child process under a deadline. */
+/* Block devices: enumeration from sysfs (/sys/class/block), the udev database's properties for the
+ * devices that need them, and the one superblock read per device, done in a child process under a
+ * deadline. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,10 +13,11 @@
 
 struct bsg_dev {
         char *devnode;
-        char *syspath;
+        char *sysname;   /* the name under /sys/class/block; NULL if not from enumeration */
+        char *syspath;   /* the target of /sys/class/block/NAME */
         dev_t devnum;
-        char *partlabel; /* ID_PART_ENTRY_NAME or PARTNAME; NULL if none */
-        char *partuuid;  /* ID_PART_ENTRY_UUID (udev database only) */
+        char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
+        char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool hotpluggable;
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
@@ -37,8 +39,13 @@ struct bsg_devs {
 
 void bsg_devs_free(struct bsg_devs *d);
 
-/* Enumerates the block devices of sysfs. Returns 0 or -errno. */
+/* Enumerates the block devices of sysfs, reading only small attributes (dev, size, uevent,
+ * removable, dm/suspended) and no udev database. Returns 0 or -errno. */
 int bsg_devs_enumerate(struct bsg_devs *ret_devs);
+
+/* Adds what the udev database knows (ID_PART_ENTRY_NAME, ID_PART_ENTRY_UUID, ID_BUS) to the devices
+ * that read as btrfs, or to every enumerated device if ALL; fills only what is still unknown. */
+void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
 
 /* Finds DEVNODE's entry (by device number, then by name); adds one (from stat() and the udev
  * environment) if enumeration did not list it. Returns its index or -errno. */

@@ -216,79 +216,78 @@ int bsg_mounted_fsids(uint8_t (**ret_fsids)[BSG_UUID_SIZE], size_t *ret_n)
         return 0;
 }
 
-/* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS" */
-static int mountinfo_line(const char *line, size_t len, char **ret_mountpoint, char **ret_source)
-{
-        _cleanup_free_ char *l = strndup(line, len);
-        char *save = NULL, *tok, *mp = NULL, *src = NULL;
-        int field = 0;
-        bool after_dash = false;
+/* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS".
+ * Finds the mount point and source of the LEN bytes at LINE, in place (no copy, no allocation);
+ * fields are separated by runs of spaces. Returns 0, or -EINVAL for a line without both. */
+struct mi_field {
+        const char *p;
+        size_t len;
+};
 
-        if (!l)
-                return -ENOMEM;
-        for (tok = strtok_r(l, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
-                if (field == 4)
-                        mp = tok;
-                else if (field > 5 && !after_dash && streq(tok, "-")) {
-                        after_dash = true;
-                        tok = strtok_r(NULL, " ", &save); /* fstype */
-                        if (!tok)
-                                break;
-                        src = strtok_r(NULL, " ", &save);
+static int mountinfo_line(const char *line, size_t len, struct mi_field *ret_mountpoint,
+                          struct mi_field *ret_source)
+{
+        const char *p = line, *end = line + len;
+        struct mi_field mp = {0}, tok;
+        int field = 0;
+        bool after_dash = false, want_source = false;
+
+        for (;; field++) {
+                while (p < end && *p == ' ')
+                        p++;
+                if (p >= end)
                         break;
-                }
+                tok.p = p;
+                while (p < end && *p != ' ')
+                        p++;
+                tok.len = (size_t)(p - tok.p);
+                if (after_dash) {
+                        if (want_source) {
+                                if (!mp.p)
+                                        return -EINVAL;
+                                *ret_mountpoint = mp;
+                                *ret_source = tok;
+                                return 0;
+                        }
+                        want_source = true; /* this was the fstype */
+                } else if (field == 4)
+                        mp = tok;
+                else if (field > 5 && tok.len == 1 && tok.p[0] == '-')
+                        after_dash = true;
         }
-        if (!mp || !src)
-                return -EINVAL;
-        char *m = strdup(mp), *s = strdup(src);
-        if (!m || !s) {
-                free(m);
-                free(s);
-                return -ENOMEM;
-        }
-        *ret_mountpoint = m;
-        *ret_source = s;
-        return 0;
+        return -EINVAL;
+}
+
+static bool field_is(const struct mi_field *f, const char *s)
+{
+        return strlen(s) == f->len && memcmp(f->p, s, f->len) == 0;
 }
 
 int bsg_mountinfo_root_source(const char *text, char **ret_source)
 {
-        char *found = NULL;
+        struct mi_field found = {0};
 
         for (const char *p = text; p && *p;) {
                 size_t len = strcspn(p, "\n");
-                char *mp = NULL, *src = NULL;
-                if (mountinfo_line(p, len, &mp, &src) >= 0) {
-                        if (streq(mp, "/")) {
-                                free(found);
-                                found = src; /* the last mount at / is the visible one */
-                                src = NULL;
-                        }
-                        free(mp);
-                        free(src);
-                }
+                struct mi_field mp, src;
+                if (mountinfo_line(p, len, &mp, &src) >= 0 && field_is(&mp, "/"))
+                        found = src; /* the last mount at / is the visible one */
                 p += len;
                 if (*p)
                         p++;
         }
-        if (!found)
+        if (!found.p)
                 return -ENOENT;
-        *ret_source = found;
-        return 0;
+        *ret_source = strndup(found.p, found.len);
+        return *ret_source ? 0 : -ENOMEM;
 }
 
 bool bsg_mountinfo_has_source(const char *text, const char *devnode)
 {
         for (const char *p = text; p && *p;) {
                 size_t len = strcspn(p, "\n");
-                char *mp = NULL, *src = NULL;
-                bool hit = false;
-                if (mountinfo_line(p, len, &mp, &src) >= 0) {
-                        hit = streq(src, devnode);
-                        free(mp);
-                        free(src);
-                }
-                if (hit)
+                struct mi_field mp, src;
+                if (mountinfo_line(p, len, &mp, &src) >= 0 && field_is(&src, devnode))
                         return true;
                 p += len;
                 if (*p)

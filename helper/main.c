@@ -268,7 +268,8 @@ static int entries_build(struct ctx *c)
                 e->pd.slot_active = e->has_slot && c->have_active_slot && streq(e->slot, c->active_slot);
                 if (e->pd.state == BSG_DEV_BTRFS)
                         e->pd.fsid_mounted = fsid_is_mounted(c, e->pd.fsid);
-                e->pd.self_mounted = c->mountinfo && bsg_mountinfo_has_source(c->mountinfo, e->devnode);
+                if (e->pd.state == BSG_DEV_BTRFS) /* the hijack guard and forget_changed() ask */
+                        e->pd.self_mounted = c->mountinfo && bsg_mountinfo_has_source(c->mountinfo, e->devnode);
         }
         return 0;
 }
@@ -420,6 +421,9 @@ static int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                 log_msg("cannot read superblocks: %s", strerror(-r));
                 add_error(c, "read-failed");
         }
+        /* labels and bus of the btrfs devices from the udev database; of every device when root=
+         * names a partition by PARTUUID, which only the database knows */
+        bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
         for (size_t i = 0; i < c->devs.n; i++) {
                 const struct bsg_dev *d = &c->devs.v[i];
                 if (d->read_result == -ETIMEDOUT)

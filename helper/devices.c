@@ -131,7 +131,32 @@ static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char
                 return true;
         if (uevent_value(uevent, "ID_BUS", v, sizeof(v)) && (streq(v, "usb") || streq(v, "ieee1394")))
                 return true;
+        /* SD cards: the mmc driver leaves "removable" at 0; eMMC (type MMC) is built in */
+        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 &&
+            streq(v, "SD"))
+                return true;
         return strstr(sysfs_link, "/usb") || strstr(sysfs_link, "/firewire");
+}
+
+/* Whether another block device is stacked on NAME (dm-multipath, md, dm-crypt...): then it is a
+ * member, not a filesystem of its own, even if its first bytes are a btrfs superblock (md metadata
+ * 1.0 and multipath paths show the superblock of what they carry), as udev's stock rules treat it. */
+static bool has_holders(const char *name)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        bool held = false;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/holders", name) >= sizeof(path))
+                return false;
+        dir = opendir(path);
+        if (!dir)
+                return false;
+        while (!held && (de = readdir(dir)))
+                held = de->d_name[0] != '.';
+        closedir(dir);
+        return held;
 }
 
 /* Fills D from /sys/class/block/NAME. Returns 1 (a block device with a node), 0 (not one: skip), or
@@ -195,7 +220,50 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read = true;
                 d->skip_read_why = "suspended device-mapper device";
         }
+        if (has_holders(name)) {
+                d->skip_read = true;
+                d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
+        }
         return 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A whole disk with partitions: its partitions are what carry filesystems. A partition's sysfs path
+ * is its disk's path plus "/NAME": sort the paths of the partitions' parents, look each device up. */
+static void mark_partitioned_disks(struct bsg_devs *devs)
+{
+        _cleanup_free_ char **parents = calloc(devs->n + 1, sizeof(char *));
+        _cleanup_free_ char *buf = NULL;
+        size_t m = 0, total = 0, off = 0;
+
+        if (!parents)
+                return;
+        for (size_t i = 0; i < devs->n; i++)
+                total += strlen(devs->v[i].syspath) + 1;
+        buf = malloc(total + 1);
+        if (!buf)
+                return;
+        for (size_t i = 0; i < devs->n; i++) {
+                const char *sp = devs->v[i].syspath, *slash = strrchr(sp, '/');
+                if (!slash || slash == sp)
+                        continue;
+                memcpy(buf + off, sp, (size_t)(slash - sp));
+                buf[off + (size_t)(slash - sp)] = '\0';
+                parents[m++] = buf + off;
+                off += (size_t)(slash - sp) + 1;
+        }
+        qsort(parents, m, sizeof(char *), cmp_str);
+        for (size_t i = 0; i < devs->n; i++) {
+                const char *key = devs->v[i].syspath;
+                if (bsearch(&key, parents, m, sizeof(char *), cmp_str)) {
+                        devs->v[i].skip_read = true;
+                        devs->v[i].skip_read_why = "whole disk with partitions";
+                }
+        }
 }
 
 int bsg_devs_enumerate(struct bsg_devs *ret_devs)
@@ -231,16 +299,7 @@ int bsg_devs_enumerate(struct bsg_devs *ret_devs)
         }
         closedir(dir);
 
-        /* a whole disk with partitions: its partitions are what carry filesystems */
-        for (size_t i = 0; i < devs.n; i++)
-                for (size_t k = 0; k < devs.n; k++) {
-                        size_t l = strlen(devs.v[i].syspath);
-                        if (k != i && strncmp(devs.v[k].syspath, devs.v[i].syspath, l) == 0 &&
-                            devs.v[k].syspath[l] == '/') {
-                                devs.v[i].skip_read = true;
-                                devs.v[i].skip_read_why = "whole disk with partitions";
-                        }
-                }
+        mark_partitioned_disks(&devs);
         *ret_devs = devs;
         return 0;
 }
@@ -306,6 +365,14 @@ found:
                                 return -ENOMEM;
                         free(d->partlabel);
                         d->partlabel = s;
+                }
+                v = getenv("ID_PART_ENTRY_UUID");
+                if (!isempty(v)) {
+                        char *u = strdup(v);
+                        if (!u)
+                                return -ENOMEM;
+                        free(d->partuuid);
+                        d->partuuid = u;
                 }
                 v = getenv("ID_BUS");
                 if (v && (streq(v, "usb") || streq(v, "ieee1394")))

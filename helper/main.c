@@ -207,6 +207,15 @@ static int entries_build(struct ctx *c)
                 struct entry *e = &c->e[c->n++];
                 struct bsg_record *rec = d->devnum ? bsg_state_find(&c->state, d->devnum) : NULL;
 
+                if (rec && d->read_result >= 0 && !d->skip_read &&
+                    (d->parse_result != 0 || memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) != 0 ||
+                     rec->devid != d->sb.devid)) {
+                        /* the record is of another device that had this number (media replugged):
+                         * neither its label nor its registration belong to this one */
+                        log_debug("%s: state record of an earlier device with this number dropped", d->devnode);
+                        bsg_state_remove(&c->state, d->devnum);
+                        rec = NULL;
+                }
                 e->devnode = d->devnode;
                 e->devnum = d->devnum;
                 e->dev = (ssize_t)i;
@@ -367,6 +376,14 @@ static void apply_skip_list(struct ctx *c, const char *list)
                 log_msg("cannot write %s, ignoring: %s", BSG_SKIP_SCAN_PATH, strerror(-r));
                 add_error(c, "skip-scan-write-failed");
         }
+}
+
+/* Whether E's superblock was read in this invocation. A scan ioctl makes the kernel read the device
+ * again, outside our deadline: a device that did not answer us (timeout, EIO) or is known only from
+ * the state file is not handed to the kernel, or a hung disk would hang us with the lock held. */
+static bool read_now(const struct ctx *c, const struct entry *e)
+{
+        return e->dev >= 0 && !e->from_record && c->devs.v[e->dev].read_result >= 0;
 }
 
 /* Forgets devices this helper registered whose verdict is no longer scan (a twin appeared). */
@@ -550,7 +567,10 @@ static int run_udev(struct ctx *c)
                         add_error(c, "not-ready");
                 } else
                         forget_changed(c, control, t);
-                if (t->v.decision == BSG_SCAN && control >= 0) {
+                if (t->v.decision == BSG_SCAN && control >= 0 && !read_now(c, t)) {
+                        log_msg("%s: not readable in this run: not handed to the kernel now", t->devnode);
+                        add_error(c, "not-scanned-unreadable");
+                } else if (t->v.decision == BSG_SCAN && control >= 0) {
                         int r = bsg_control_devices_ready(control, t->devnode);
                         if (r < 0) {
                                 log_msg("%s: scan failed, ignoring: %s", t->devnode, strerror(-r));
@@ -597,7 +617,9 @@ static int run_udev(struct ctx *c)
         if (c->errors[0])
                 print_kv("BTRFS_SCAN_GATE_ERROR", c->errors);
         if (t->v.decision == BSG_SCAN) {
-                if (c->dry_run)
+                /* no answer from the kernel (dry run, not loaded, failed): what the superblocks say,
+                 * never a blanket 0 that would hold a single-device filesystem back */
+                if (ready < 0)
                         ready = all_devices_present(c, t, true);
                 print_kv("ID_BTRFS_READY", ready > 0 ? "1" : "0");
         } else if (t->v.decision == BSG_SKIP)
@@ -682,6 +704,10 @@ static int run_boot(struct ctx *c)
                                 struct entry *e = &c->e[i];
                                 if (e->v.decision != BSG_SCAN)
                                         continue;
+                                if (!read_now(c, e)) {
+                                        log_msg("%s: not readable in this run: not scanned", e->devnode);
+                                        continue;
+                                }
                                 r = bsg_control_scan(control, e->devnode);
                                 if (r < 0)
                                         log_msg("%s: scan failed, ignoring: %s", e->devnode, strerror(-r));

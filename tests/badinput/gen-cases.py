@@ -54,8 +54,8 @@ cases = [
 ("fifo-blocks-open", "dev=fifo", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-timeout", 4),
 ("read-blocks", "shim=block reached=blocking", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-timeout", 4),
 # the kernel interface
-("control-missing", "control=missing", "udev $DEV", 0, "btrfs-control: btrfs not loaded, not ready", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=not-ready ID_BTRFS_READY=0", 10),
-("control-not-a-device", "control=file", "udev $DEV", 0, "$DEV: scan failed, ignoring: Inappropriate ioctl for device", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed ID_BTRFS_READY=0", 10),
+("control-missing", "control=missing", "udev $DEV", 0, "btrfs-control: btrfs not loaded, not ready", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=not-ready ID_BTRFS_READY=1", 10),
+("control-not-a-device", "control=file", "udev $DEV", 0, "$DEV: scan failed, ignoring: Inappropriate ioctl for device", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed ID_BTRFS_READY=1", 10),
 ("skip-scan-absent", "skipscan=missing", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed,skip-scan-absent", 10),
 ("skip-scan-read-only", "skipscan=ro", "udev $DEV", 0, "/sys/module/btrfs/parameters/skip_scan is read-only: skip list not applied", "BTRFS_SCAN_GATE_ERROR=scan-failed,skip-scan-read-only", 10),
 ("skip-scan-write-fails", "skipscan=erofs reached=erofs", "udev $DEV", 0, "cannot write /sys/module/btrfs/parameters/skip_scan, ignoring: Read-only file system", "BTRFS_SCAN_GATE_ERROR=scan-failed,skip-scan-write-failed", 10),

@@ -18,7 +18,7 @@ static void crc32c_init_table(void)
         crc32c_table_ready = 1;
 }
 
-uint32_t bsg_crc32c(uint32_t crc, const void *data, size_t len)
+uint32_t bsg_crc32c_generic(uint32_t crc, const void *data, size_t len)
 {
         const uint8_t *p = data;
 
@@ -28,6 +28,33 @@ uint32_t bsg_crc32c(uint32_t crc, const void *data, size_t len)
         while (len--)
                 crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
         return ~crc;
+}
+
+#if defined(__x86_64__)
+/* SSE4.2's crc32 instruction computes exactly this CRC (reflected 0x82F63B78), 8 bytes at a time:
+ * about 1.5 K instructions for a superblock instead of 35 K through the table. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+        uint64_t c = ~crc;
+
+        for (; len >= 8; p += 8, len -= 8) {
+                uint64_t v;
+                memcpy(&v, p, sizeof(v));
+                c = __builtin_ia32_crc32di(c, v);
+        }
+        for (; len; p++, len--)
+                c = __builtin_ia32_crc32qi((uint32_t)c, *p);
+        return ~(uint32_t)c;
+}
+#endif
+
+uint32_t bsg_crc32c(uint32_t crc, const void *data, size_t len)
+{
+#if defined(__x86_64__)
+        if (__builtin_cpu_supports("sse4.2"))
+                return crc32c_sse42(crc, data, len);
+#endif
+        return bsg_crc32c_generic(crc, data, len);
 }
 
 /* XXH64, written from the published algorithm description (primes, rounds, avalanche). */

@@ -201,7 +201,8 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
 
         /* a partition's disk is the directory above it in sysfs */
         snprintf(disk, sizeof(disk), "%s", name);
-        if (uevent_value(uevent, "DEVTYPE", v, sizeof(v)) && streq(v, "partition")) {
+        d->partition = uevent_value(uevent, "DEVTYPE", v, sizeof(v)) && streq(v, "partition");
+        if (d->partition) {
                 char *slash = strrchr(link, '/');
                 if (slash) {
                         *slash = '\0';
@@ -313,7 +314,10 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                 struct udev_device *dev;
                 const char *v;
 
-                if (!d->sysname || (!all && d->parse_result != 0))
+                /* sysfs gave the label of every GPT partition (PARTNAME) and the bus through the
+                 * device's path: the database is needed for a label-less partition (MBR, or an
+                 * event's device not yet in sysfs) and for partition UUIDs */
+                if (!d->sysname || (!all && (d->parse_result != 0 || !d->partition || d->partlabel)))
                         continue;
                 if (!udev && !(udev = udev_new()))
                         return;

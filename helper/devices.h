@@ -18,6 +18,7 @@ struct bsg_dev {
         dev_t devnum;
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
+        bool partition;  /* DEVTYPE=partition */
         bool hotpluggable;
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
@@ -43,8 +44,9 @@ void bsg_devs_free(struct bsg_devs *d);
  * removable, dm/suspended) and no udev database. Returns 0 or -errno. */
 int bsg_devs_enumerate(struct bsg_devs *ret_devs);
 
-/* Adds what the udev database knows (ID_PART_ENTRY_NAME, ID_PART_ENTRY_UUID, ID_BUS) to the devices
- * that read as btrfs, or to every enumerated device if ALL; fills only what is still unknown. */
+/* Adds what the udev database knows (ID_PART_ENTRY_NAME, ID_PART_ENTRY_UUID, ID_BUS) to the btrfs
+ * partitions sysfs gave no label, or to every enumerated device if ALL; fills only what is still
+ * unknown. */
 void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
 
 /* Finds DEVNODE's entry (by device number, then by name); adds one (from stat() and the udev

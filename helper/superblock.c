@@ -206,8 +206,16 @@ bool bsg_superblock_is_seed(const struct bsg_superblock *sb)
 
 void bsg_uuid_format(const uint8_t u[BSG_UUID_SIZE], char out[37])
 {
-        snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        static const char hex[] = "0123456789abcdef";
+        char *o = out;
+
+        for (int i = 0; i < BSG_UUID_SIZE; i++) {
+                if (i == 4 || i == 6 || i == 8 || i == 10)
+                        *o++ = '-';
+                *o++ = hex[u[i] >> 4];
+                *o++ = hex[u[i] & 15];
+        }
+        *o = '\0';
 }
 
 static int unhex(char c)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy.h"
+#include "util.h"
 
 static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_NOT_BTRFS] = "not-btrfs",
@@ -132,9 +134,41 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         return VERDICT(BSG_SKIP, BSG_REASON_CLONE);
 }
 
+/* Orders device indexes so that the devices of one filesystem are neighbours. */
+static int cmp_by_fs(const void *a, const void *b, void *userdata)
+{
+        const struct bsg_device *devs = userdata;
+        const struct bsg_device *x = &devs[*(const size_t *)a], *y = &devs[*(const size_t *)b];
+        bool bx = x->state == BSG_DEV_BTRFS, by = y->state == BSG_DEV_BTRFS;
+
+        if (bx != by)
+                return bx ? 1 : -1;
+        return bx ? memcmp(x->fsid, y->fsid, BSG_UUID_SIZE) : 0;
+}
+
 void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_policy clone_policy,
                        struct bsg_verdict *ret_verdicts)
 {
+        _cleanup_free_ size_t *order = malloc((n + 1) * sizeof(size_t));
+        _cleanup_free_ struct bsg_device *group = malloc((n + 1) * sizeof(struct bsg_device));
+
+        if (!order || !group) {
+                /* the same verdicts, in O(n^2) */
+                for (size_t i = 0; i < n; i++)
+                        ret_verdicts[i] = bsg_policy_decide_one(devs, n, i, clone_policy);
+                return;
+        }
+        /* A verdict depends only on the devices of the same filesystem: decide each filesystem's
+         * devices among themselves, so a thousand unique filesystems cost n log n, not n^2. */
         for (size_t i = 0; i < n; i++)
-                ret_verdicts[i] = bsg_policy_decide_one(devs, n, i, clone_policy);
+                order[i] = i;
+        qsort_r(order, n, sizeof(size_t), cmp_by_fs, (void *)devs);
+        for (size_t a = 0, b; a < n; a = b) {
+                for (b = a + 1; b < n && same_fs(&devs[order[a]], &devs[order[b]]); b++)
+                        ;
+                for (size_t k = a; k < b; k++)
+                        group[k - a] = devs[order[k]];
+                for (size_t k = a; k < b; k++)
+                        ret_verdicts[order[k]] = bsg_policy_decide_one(group, b - a, k - a, clone_policy);
+        }
 }

@@ -71,23 +71,40 @@ void bsg_state_free(struct bsg_state *state)
         state->n = 0;
 }
 
+/* The records are kept sorted by device number: the index of DEVNUM's record, or where it goes. */
+static size_t lower_bound(const struct bsg_state *state, dev_t devnum)
+{
+        size_t lo = 0, hi = state->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (state->v[mid].devnum < devnum)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 void bsg_state_remove(struct bsg_state *state, dev_t devnum)
 {
         struct bsg_record *rec = bsg_state_find(state, devnum);
+        size_t i;
 
         if (!rec)
                 return;
+        i = (size_t)(rec - state->v);
         free(rec->devnode);
         free(rec->partlabel);
-        *rec = state->v[--state->n];
+        memmove(&state->v[i], &state->v[i + 1], (state->n - i - 1) * sizeof(state->v[0]));
+        state->n--;
 }
 
 struct bsg_record *bsg_state_find(struct bsg_state *state, dev_t devnum)
 {
-        for (size_t i = 0; i < state->n; i++)
-                if (state->v[i].devnum == devnum)
-                        return &state->v[i];
-        return NULL;
+        size_t i = lower_bound(state, devnum);
+
+        return i < state->n && state->v[i].devnum == devnum ? &state->v[i] : NULL;
 }
 
 int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec)
@@ -95,6 +112,7 @@ int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec)
         struct bsg_record *old = bsg_state_find(state, rec->devnum);
         char *devnode = strdup(rec->devnode ? rec->devnode : "");
         char *partlabel = rec->partlabel ? strdup(rec->partlabel) : NULL;
+        size_t i;
 
         if (!devnode || (rec->partlabel && !partlabel)) {
                 free(devnode);
@@ -116,9 +134,11 @@ int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec)
                 return -ENOMEM;
         }
         state->v = nv;
-        nv[state->n] = *rec;
-        nv[state->n].devnode = devnode;
-        nv[state->n].partlabel = partlabel;
+        i = lower_bound(state, rec->devnum);
+        memmove(&nv[i + 1], &nv[i], (state->n - i) * sizeof(*nv));
+        nv[i] = *rec;
+        nv[i].devnode = devnode;
+        nv[i].partlabel = partlabel;
         state->n++;
         return 0;
 }

@@ -9,6 +9,8 @@
 
 #define BTRFS_MAGIC 0x4D5F53665248425FULL /* "_BHRfS_M" */
 #define BTRFS_CSUM_SIZE 32
+#define BTRFS_MAX_LEVEL 8
+#define BTRFS_SYS_ARRAY_MIN (17 + 80) /* one struct btrfs_disk_key and one struct btrfs_chunk */
 
 /* The on-disk layout, packed and padded to 4096 bytes; every field is little-endian. */
 struct disk_dev_item {
@@ -69,6 +71,11 @@ struct disk_super {
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct disk_dev_item) == 98, "dev_item layout");
+_Static_assert(offsetof(struct disk_super, bytes_used) == 0x78, "bytes_used offset");
+_Static_assert(offsetof(struct disk_super, stripesize) == 0x9c, "stripesize offset");
+_Static_assert(offsetof(struct disk_super, sys_chunk_array_size) == 0xa0, "sys_chunk_array_size offset");
+_Static_assert(offsetof(struct disk_super, root_level) == 0xc6, "root_level offset");
+_Static_assert(offsetof(struct disk_super, log_root_level) == 0xc8, "log_root_level offset");
 _Static_assert(offsetof(struct disk_super, dev_item) == 0xc9, "dev_item offset");
 _Static_assert(offsetof(struct disk_super, label) == 0x12b, "label offset");
 _Static_assert(offsetof(struct disk_super, metadata_uuid) == 0x23b, "metadata_uuid offset");
@@ -157,6 +164,13 @@ int bsg_superblock_parse(const uint8_t *raw, size_t len, struct bsg_superblock *
                 FAIL(BSG_SB_INVALID, "checksum mismatch");
         sb.csum_state = r > 0 ? BSG_CSUM_VERIFIED : BSG_CSUM_NOT_VERIFIED;
 
+        if (d.root_level >= BTRFS_MAX_LEVEL)
+                FAIL(BSG_SB_INVALID, "root_level is 8 or more");
+        if (d.chunk_root_level >= BTRFS_MAX_LEVEL)
+                FAIL(BSG_SB_INVALID, "chunk_root_level is 8 or more");
+        if (d.log_root_level >= BTRFS_MAX_LEVEL)
+                FAIL(BSG_SB_INVALID, "log_root_level is 8 or more");
+
         sb.sectorsize = le32toh(d.sectorsize);
         sb.nodesize = le32toh(d.nodesize);
         if (!is_power_of_2(sb.sectorsize) || sb.sectorsize < 4096 || sb.sectorsize > 65536)
@@ -169,6 +183,11 @@ int bsg_superblock_parse(const uint8_t *raw, size_t len, struct bsg_superblock *
         sb.total_bytes = le64toh(d.total_bytes);
         if (sb.total_bytes == 0)
                 FAIL(BSG_SB_INVALID, "total_bytes is 0");
+        if (le64toh(d.bytes_used) < 6ULL * sb.nodesize)
+                FAIL(BSG_SB_INVALID, "bytes_used is less than 6 nodes");
+        uint32_t stripesize = le32toh(d.stripesize);
+        if (stripesize != 4096 && stripesize != sb.sectorsize)
+                FAIL(BSG_SB_INVALID, "stripesize is neither 4096 nor sectorsize");
         sb.num_devices = le64toh(d.num_devices);
         if (sb.num_devices == 0)
                 FAIL(BSG_SB_INVALID, "num_devices is 0");
@@ -176,6 +195,8 @@ int bsg_superblock_parse(const uint8_t *raw, size_t len, struct bsg_superblock *
                 FAIL(BSG_SB_INVALID, "num_devices is absurd");
         if (le32toh(d.sys_chunk_array_size) > sizeof(d.sys_chunk_array))
                 FAIL(BSG_SB_INVALID, "sys_chunk_array_size too large");
+        if (le32toh(d.sys_chunk_array_size) < BTRFS_SYS_ARRAY_MIN)
+                FAIL(BSG_SB_INVALID, "sys_chunk_array_size too small for one chunk");
         sb.devid = le64toh(d.dev_item.devid);
         if (sb.devid == 0)
                 FAIL(BSG_SB_INVALID, "devid is 0");

@@ -199,7 +199,9 @@ int main(void)
         static const uint8_t zero24[24] = {0}; /* bytenr, flags and magic */
         static const uint64_t zero = 0, absurd = 1ULL << 40, bytenr = 65536 * 2;
         static const uint16_t csum7 = 7;
-        static const uint8_t x = 'x', flip = 0x5a;
+        static const uint8_t x = 'x', flip = 0x5a, level8 = 8;
+        static const uint64_t used_5_nodes = 5 * 16384, used_6_nodes = 6 * 16384;
+        static const uint32_t stripe8k = 8192, sys96 = 96, sys97 = 97, sys2049 = 2049, sys2048 = 2048;
         static char label256[256];
         memset(label256, 'x', sizeof(label256));
         const struct mut_case muts[] = {
@@ -224,6 +226,23 @@ int main(void)
                 {"dev-item-fsid", "crc32c", 0x11b, &flip, 1, FIX_CRC32C, 0, BSG_SB_INVALID,
                  "dev_item fsid differs from the filesystem's"},
                 {"total-bytes-0", "crc32c", 0x70, &zero, 8, FIX_CRC32C, 0, BSG_SB_INVALID, "total_bytes is 0"},
+                {"root-level-8", "crc32c", 0xc6, &level8, 1, FIX_CRC32C, 0, BSG_SB_INVALID, "root_level is 8 or more"},
+                {"chunk-root-level-8", "crc32c", 0xc7, &level8, 1, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "chunk_root_level is 8 or more"},
+                {"log-root-level-8", "crc32c", 0xc8, &level8, 1, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "log_root_level is 8 or more"},
+                /* the images have nodesize 16384 */
+                {"bytes-used-5-nodes", "crc32c", 0x78, &used_5_nodes, 8, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "bytes_used is less than 6 nodes"},
+                {"bytes-used-6-nodes", "crc32c", 0x78, &used_6_nodes, 8, FIX_CRC32C, 0, 0, NULL},
+                {"stripesize-8192", "crc32c", 0x9c, &stripe8k, 4, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "stripesize is neither 4096 nor sectorsize"},
+                {"sys-array-2049", "crc32c", 0xa0, &sys2049, 4, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "sys_chunk_array_size too large"},
+                {"sys-array-2048", "crc32c", 0xa0, &sys2048, 4, FIX_CRC32C, 0, 0, NULL},
+                {"sys-array-96", "crc32c", 0xa0, &sys96, 4, FIX_CRC32C, 0, BSG_SB_INVALID,
+                 "sys_chunk_array_size too small for one chunk"},
+                {"sys-array-97", "crc32c", 0xa0, &sys97, 4, FIX_CRC32C, 0, 0, NULL},
         };
         for (size_t i = 0; i < sizeof(muts) / sizeof(muts[0]); i++)
                 mut_one(&muts[i]);

@@ -121,6 +121,12 @@ static const char *uevent_value(const char *text, const char *key, char *out, si
         return NULL;
 }
 
+/* An ID_BUS value of hot-pluggable media. */
+static bool is_hotplug_bus(const char *bus)
+{
+        return bus && (streq(bus, "usb") || streq(bus, "ieee1394"));
+}
+
 /* Removable or hot-pluggable media: the disk's "removable" flag, a USB/FireWire bus in the device's
  * sysfs path, or ID_BUS where the uevent file carries it. */
 static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char *uevent)
@@ -129,7 +135,7 @@ static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char
 
         if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')
                 return true;
-        if (uevent_value(uevent, "ID_BUS", v, sizeof(v)) && (streq(v, "usb") || streq(v, "ieee1394")))
+        if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))))
                 return true;
         /* SD cards: the mmc driver leaves "removable" at 0; eMMC (type MMC) is built in */
         if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 &&
@@ -331,7 +337,7 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                 if (!d->partuuid && !isempty(v))
                         d->partuuid = strdup(v);
                 v = udev_device_get_property_value(dev, "ID_BUS");
-                if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+                if (is_hotplug_bus(v))
                         d->hotpluggable = true;
                 udev_device_unref(dev);
         }
@@ -379,7 +385,7 @@ found:
                         d->partuuid = u;
                 }
                 v = getenv("ID_BUS");
-                if (v && (streq(v, "usb") || streq(v, "ieee1394")))
+                if (is_hotplug_bus(v))
                         d->hotpluggable = true;
         }
         /* the event names the device: read it even if it would be skipped in a sweep */

@@ -53,8 +53,8 @@ say() { echo "bench: $*" >&2; }
 say "building the helper and the bench programs (logs: $logs)"
 cmake -S "$repo" -B "$out/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBSG_SANITIZERS=OFF \
     -DBSG_VALGRIND=OFF -DBSG_QEMU_TESTS=OFF >"$logs/cmake.log" 2>&1 || { tail -n 20 "$logs/cmake.log"; exit 1; }
-make -C "$out/build" -j2 btrfs-scan-gate >"$logs/make.log" 2>&1 || { tail -n 20 "$logs/make.log"; exit 1; }
-H=$out/build/helper/btrfs-scan-gate
+make -C "$out/build" -j2 btrfs-scan-gate-test >"$logs/make.log" 2>&1 || { tail -n 20 "$logs/make.log"; exit 1; }
+H=$out/build/helper/btrfs-scan-gate-test # the test seams point it at the testbed
 gcc -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/boot-testbed" "$here/boot-testbed.c" \
     $(pkg-config --cflags --libs umockdev-1.0 gio-2.0) >"$logs/gcc.log" 2>&1 || { cat "$logs/gcc.log"; exit 1; }
 gcc -O2 -Wall -Wextra -o "$out/ready-floor" "$here/ready-floor.c" >>"$logs/gcc.log" 2>&1 || { cat "$logs/gcc.log"; exit 1; }
@@ -88,6 +88,9 @@ echo "BOOT_IMAGE=/vmlinuz root=/dev/bench-none rw quiet" >"$work/cmdline"
 export BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_CONFIG=$work/empty.conf BTRFS_SCAN_GATE_CMDLINE=$work/cmdline
 for d in "$A" "$B" "$U"; do "$H" udev "$d" >"$logs/helper-warm-${d##*/}.out" 2>&1; done
 decision() { grep -m1 '^BTRFS_SCAN_GATE_DECISION=' "$logs/helper-warm-${1##*/}.out" | cut -d= -f2; }
+# the measured events are `change` events: the device is read and (unique) handed to the kernel
+# with the re-read check; an `add` of a device the inventory has would read nothing and ask nothing
+export ACTION=change
 say "helper decisions: $A $(decision "$A"), $B $(decision "$B"), $U $(decision "$U")"
 nblock=$(ls /sys/class/block | wc -l)
 
@@ -143,13 +146,14 @@ for n in "${names[@]}"; do
     [ "$n" = helper-unique ] && target=$U
     strace -f -c -o "$out/strace/$n.count" "$@" >/dev/null 2>"$logs/strace-c-$n.log"
     calls[$n]=$(awk '$NF == "total" { print $4 }' "$out/strace/$n.count")
-    strace -ff -y -s 0 -e trace=open,openat,read,pread64,ioctl -o "$out/strace/$n.trace" "$@" \
+    strace -ff -y -s 0 -e trace=open,openat,read,pread64,preadv2,ioctl -o "$out/strace/$n.trace" "$@" \
         >/dev/null 2>"$logs/strace-t-$n.log"
-    # opens of block devices (any result), reads on block devices and their bytes, ioctls
+    # opens of block devices (any result), reads on block devices and their bytes (not the check after
+    # a scan: a preadv2 with RWF_NOWAIT reads the page cache the kernel filled, never the device), ioctls
     read -r opens_dev[$n] reads_dev[$n] bytes_dev[$n] reads_target[$n] ioc_ctl[$n] ioc_all[$n] < <(
         cat "$out/strace/$n.trace".* | awk -v dev="$is_dev" -v t="$target" '
             $0 ~ "^open(at)?\\(.*\"" dev { o++ }
-            $0 ~ "^p?read(64)?\\([0-9]+<" dev {
+            $0 ~ "^p?read(64|v2)?\\([0-9]+<" dev && $0 !~ /RWF_NOWAIT/ {
                 r++; v = $NF; if (v + 0 > 0) b += v
                 if (index($0, "<" t ">")) rt++
             }

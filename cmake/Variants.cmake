@@ -30,8 +30,11 @@ function(bsg_add_executable name)
         target_link_libraries(${name}-asan PRIVATE ${asan_libs})
         target_include_directories(${name}-asan PRIVATE ${ARG_INCLUDES})
         target_compile_options(${name}-asan PRIVATE ${BSG_ASAN_FLAGS})
-        # -static-libasan: the umockdev preload must come first in the link map.
-        target_link_options(${name}-asan PRIVATE ${BSG_ASAN_FLAGS} -static-libasan)
+        # The umockdev preload must come first in the link map, so the ASan runtime is linked
+        # statically: gcc needs -static-libasan for that, clang does it by default (and rejects
+        # -static-libasan).
+        target_link_options(${name}-asan PRIVATE ${BSG_ASAN_FLAGS}
+            $<$<C_COMPILER_ID:GNU>:-static-libasan>)
     endif()
 endfunction()
 
@@ -53,7 +56,7 @@ function(bsg_add_test name target)
     if(NOT ARG_TIMEOUT)
         set(ARG_TIMEOUT 120)
     endif()
-    set(helper $<TARGET_FILE:btrfs-scan-gate>)
+    set(helper $<TARGET_FILE:btrfs-scan-gate-test>)
     add_test(NAME ${name} COMMAND ${target} ${ARG_ARGS})
     set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${ARG_TIMEOUT}
         LABELS "${ARG_LABELS}" ENVIRONMENT "BSG_HELPER=${helper};${ARG_ENV}")
@@ -63,7 +66,7 @@ function(bsg_add_test name target)
         add_test(NAME asan/${name} COMMAND ${target}-asan ${ARG_ARGS})
         set_tests_properties(asan/${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${asan_timeout}
             LABELS "asan;${ARG_LABELS}"
-            ENVIRONMENT "BSG_HELPER=$<TARGET_FILE:btrfs-scan-gate-asan>;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;${ARG_ENV}")
+            ENVIRONMENT "BSG_HELPER=$<TARGET_FILE:btrfs-scan-gate-test-asan>;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;${ARG_ENV}")
     endif()
     if(BSG_VALGRIND AND VALGRIND_EXECUTABLE)
         math(EXPR vg_timeout "${ARG_TIMEOUT} * 6")

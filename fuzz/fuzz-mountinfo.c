@@ -1,7 +1,8 @@
 /* libFuzzer target: the mountinfo helpers of helper/kernel.c (bsg_mountinfo_root_source(),
- * bsg_mountinfo_has_source()), which read /proc/self/mountinfo (or $BTRFS_SCAN_GATE_MOUNTINFO).
- * Input: mountinfo text (a NUL ends it). Properties: a root source found is a non-empty word
- * without spaces or newlines, and has_source() agrees that it is the source of a mount. */
+ * bsg_mountinfo_has_source(), the bsg_mount_sources index), which read /proc/self/mountinfo (or
+ * $BTRFS_SCAN_GATE_MOUNTINFO). Input: mountinfo text (a NUL ends it). Properties: a root source
+ * found is a non-empty word without spaces or newlines, and has_source() agrees that it is the
+ * source of a mount; the index answers as has_source() for every source it holds and for others. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,8 +29,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(src);
         } else
                 CHECK(r == -ENOENT && src == NULL);
-        (void)bsg_mountinfo_has_source(text, "/dev/vda");
-        (void)bsg_mountinfo_has_source(text, "");
+        struct bsg_mount_sources ms;
+        if (bsg_mount_sources_parse(text, &ms) == 0) {
+                for (size_t i = 0; i < ms.n; i++) {
+                        char *one = strndup(ms.v[i].p, ms.v[i].len);
+                        CHECK(one && bsg_mountinfo_has_source(text, one) && bsg_mount_sources_has(&ms, one));
+                        free(one);
+                }
+                static const char *const others[] = {"/dev/vda", "", "/dev/root", "-"};
+                for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+                        CHECK(bsg_mount_sources_has(&ms, others[i]) == bsg_mountinfo_has_source(text, others[i]));
+                bsg_mount_sources_free(&ms);
+        }
         free(text);
         return 0;
 }

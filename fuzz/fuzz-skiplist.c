@@ -1,7 +1,7 @@
 /* libFuzzer target: skip_scan list parsing and formatting (helper/skiplist.c).
  * Input: the text of a skip_scan list (NUL bytes end it, as they would in the kernel's buffer).
  * Properties: format(parse(x)) is at most BSG_SKIPLIST_MAX bytes, sorted, duplicate-free, holds
- * only paths bsg_skiplist_path_ok() accepts, and is a fixed point: format(parse(format(parse(x))))
+ * only entries bsg_skiplist_entry_ok() accepts (paths, PARTUUID=), and is a fixed point: format(parse(format(parse(x))))
  * == format(parse(x)). */
 #include <errno.h>
 #include <stdint.h>
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int n = bsg_skiplist_parse(l1, &p);
         CHECK(n >= 0);
         for (int i = 0; i < n; i++) {
-                CHECK(bsg_skiplist_path_ok(p[i]));
+                CHECK(bsg_skiplist_entry_ok(p[i]));
                 if (i > 0)
                         CHECK(strcmp(p[i - 1], p[i]) < 0);
         }

@@ -11,7 +11,7 @@ set -euo pipefail
 images=$1 out=$2
 shift 2
 rm -rf "$out.tmp"
-mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo}
+mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo,rauc,partsets}
 n=0
 for gz in "$images"/*.gz; do
     [ -e "$gz" ] || continue
@@ -41,6 +41,10 @@ head -c 4096 /dev/zero >"$out.tmp/superblock/zero"
 
 w() { printf '%b' "$2" >"$out.tmp/$1"; }
 w config/empty ''
+w rauc/reference '[system]\ncompatible=FooCorp Super BarBazzer\nbootloader=barebox\n\n[slot.rootfs.0]\ndevice=/dev/sda0\ntype=ext4\nbootname=system0\n\n[slot.rootfs.1]\ndevice=/dev/sda1\ntype=ext4\nbootname=system1\n'
+w rauc/children '[slot.rootfs.0]\ndevice=/dev/mmcblk0p2\nbootname=A\n[slot.appfs.0]\ndevice=/dev/mmcblk0p5\nparent=rootfs.0\n[slot.]\n[slot.x\n'
+w partsets/a 'A\0efi 11111111-0000-0000-0000-00000000000a\nrootfs 22222222-0000-0000-0000-00000000000a\n\00022222222-0000-0000-0000-00000000000A'
+w partsets/bad '../x\0rootfs nope\n# c\n\0'
 w config/comments '# comment\n\n   # indented comment\n'
 w config/full 'slot_partlabel_suffixes = _a,_b\nactive_slot = A\npolicy = strict\n# x\nverbose=1\n'
 w config/steamos '[slots]\nsuffixes=-A,-B\nsource=cmdline\n'

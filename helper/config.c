@@ -16,6 +16,8 @@ void bsg_config_init(struct bsg_config *ret_config)
         for (size_t i = 0; i < ELEMENTSOF(def); i++)
                 strcpy(c.suffixes[i], def[i]);
         c.n_suffixes = ELEMENTSOF(def);
+        strcpy(c.rauc_system_conf, "/etc/rauc/system.conf");
+        strcpy(c.steamos_partsets, "/efi/SteamOS/partsets");
         *ret_config = c;
 }
 
@@ -134,6 +136,11 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                                 config->clone_policy = BSG_CLONE_ACTIVE;
                         else
                                 BAD("clone_policy: expected skip-all or active");
+                } else if (streq(key, "rauc_system_conf") || streq(key, "steamos_partsets")) {
+                        char *dst = key[0] == 'r' ? config->rauc_system_conf : config->steamos_partsets;
+                        if (strlen(value) >= sizeof(config->rauc_system_conf) || (value[0] && value[0] != '/'))
+                                BAD("expected an absolute path (or nothing)");
+                        strcpy(dst, value);
                 } else
                         BAD("unknown key");
         next:;

@@ -15,16 +15,20 @@ struct bsg_config {
         char suffixes[BSG_MAX_SUFFIXES][BSG_SUFFIX_MAX]; /* partition-label suffixes naming slots */
         size_t n_suffixes;
         enum bsg_clone_policy clone_policy;
+        char rauc_system_conf[256]; /* RAUC's system.conf ("" : none); default /etc/rauc/system.conf */
+        char steamos_partsets[256]; /* SteamOS partset files ("" : none); default /efi/SteamOS/partsets */
 };
 
 /* Called for every malformed line; LINE counts from 1. */
 typedef void (*bsg_config_diag_fn)(const char *filename, unsigned line, const char *message, void *userdata);
 
-/* Defaults: no active_slot, suffixes -A,-B,_a,_b, clone_policy skip-all. */
+/* Defaults: no active_slot, suffixes -A,-B,_a,_b, clone_policy skip-all, rauc_system_conf
+ * /etc/rauc/system.conf, steamos_partsets /efi/SteamOS/partsets. */
 void bsg_config_init(struct bsg_config *ret_config);
 
 /* Parses TEXT (LEN bytes) over CONFIG (start from bsg_config_init()). Keys: active_slot,
- * slot_suffixes (alias slot_partlabel_suffixes; comma-separated), clone_policy (skip-all|active).
+ * slot_suffixes (alias slot_partlabel_suffixes; comma-separated), clone_policy (skip-all|active),
+ * rauc_system_conf, steamos_partsets (absolute paths, or empty to turn the source off).
  * Bad lines are reported through DIAG and skipped: the rest still counts. Returns the number of bad
  * lines (0 = clean). */
 int bsg_config_parse(const char *text, size_t len, const char *filename, struct bsg_config *config,

@@ -19,6 +19,7 @@
 #include <libudev.h>
 
 #include "devices.h"
+#include "hash.h"
 #include "util.h"
 
 static inline void udev_unrefp(struct udev **p)
@@ -48,6 +49,8 @@ static void dev_done(struct bsg_dev *d)
         free(d->syspath);
         free(d->partlabel);
         free(d->partuuid);
+        free(d->storage_id);
+        free(d->disk);
         free(d->blkid_type);
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
@@ -218,10 +221,18 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 }
         }
         d->hotpluggable = is_hotpluggable(disk, link, uevent);
+        if (sysfs_read(disk, "diskseq", v, sizeof(v)) > 0)
+                d->diskseq = strtoull(v, NULL, 10);
 
-        if (sysfs_read(name, "size", v, sizeof(v)) > 0 && strtoull(v, NULL, 10) * 512 < BSG_SUPER_END) {
-                d->skip_read = true;
-                d->skip_read_why = "smaller than 68 KiB";
+        if (sysfs_read(name, "size", v, sizeof(v)) > 0) {
+                d->size = strtoull(v, NULL, 10) * 512;
+                if (d->size == 0) {
+                        d->skip_read = true;
+                        d->skip_read_why = "no media";
+                } else if (d->size < BSG_SUPER_END) {
+                        d->skip_read = true;
+                        d->skip_read_why = "smaller than 68 KiB";
+                }
         }
         if (sysfs_read(name, "dm/suspended", v, sizeof(v)) > 0 && v[0] == '1') {
                 d->skip_read = true;
@@ -266,10 +277,9 @@ static void mark_partitioned_disks(struct bsg_devs *devs)
         qsort(parents, m, sizeof(char *), cmp_str);
         for (size_t i = 0; i < devs->n; i++) {
                 const char *key = devs->v[i].syspath;
-                if (bsearch(&key, parents, m, sizeof(char *), cmp_str)) {
-                        devs->v[i].skip_read = true;
-                        devs->v[i].skip_read_why = "whole disk with partitions";
-                }
+                /* read all the same: the kernel registers a stale superblock on it if anyone scans it */
+                if (bsearch(&key, parents, m, sizeof(char *), cmp_str))
+                        devs->v[i].partitioned = true;
         }
 }
 
@@ -343,6 +353,75 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
         }
 }
 
+/* The storage under disk DISK: "loop:DEV:INO:OFFSET" of a loop device's backing file, else the
+ * disk's wwid, else its serial. Returns a new string or NULL. */
+static char *disk_storage_id(const char *disk)
+{
+        char v[PATH_MAX], off[64] = "0";
+        char *id = NULL;
+        struct stat st;
+
+        if (sysfs_read(disk, "loop/backing_file", v, sizeof(v)) > 0) {
+                if (stat(v, &st) < 0)
+                        return NULL; /* deleted or unreachable: unknown, not equal to anything */
+                (void)sysfs_read(disk, "loop/offset", off, sizeof(off));
+                if (asprintf(&id, "loop:%u:%u:%llu:%s", major(st.st_dev), minor(st.st_dev),
+                             (unsigned long long)st.st_ino, off) < 0)
+                        return NULL;
+                return id;
+        }
+        static const char *const attrs[][2] = {
+                {"wwid", "wwid"}, {"device/wwid", "wwid"}, {"serial", "serial"}, {"device/serial", "serial"},
+        };
+        for (size_t k = 0; k < ELEMENTSOF(attrs); k++) {
+                ssize_t l = sysfs_read(disk, attrs[k][0], v, sizeof(v));
+                while (l > 0 && (v[l - 1] == ' ' || v[l - 1] == '\n'))
+                        v[--l] = '\0';
+                if (l <= 0)
+                        continue;
+                if (asprintf(&id, "%s:%s", attrs[k][1], v) < 0)
+                        return NULL;
+                return id;
+        }
+        return NULL;
+}
+
+void bsg_devs_add_storage_ids(struct bsg_devs *devs)
+{
+        for (size_t i = 0; i < devs->n; i++) {
+                struct bsg_dev *d = &devs->v[i];
+                char disk[PATH_MAX], start[64];
+                _cleanup_free_ char *id = NULL;
+
+                if (d->parse_result != 0 || !d->sysname || !d->syspath || d->storage_id)
+                        continue;
+                snprintf(disk, sizeof(disk), "%s", d->sysname);
+                if (d->partition) {
+                        const char *slash = strrchr(d->syspath, '/'), *parent = NULL;
+                        for (const char *p = d->syspath; slash && p < slash; p++)
+                                if (*p == '/')
+                                        parent = p + 1;
+                        if (!parent || (size_t)(slash - parent) >= sizeof(disk))
+                                continue;
+                        memcpy(disk, parent, (size_t)(slash - parent));
+                        disk[slash - parent] = '\0';
+                        if (sysfs_read(d->sysname, "start", start, sizeof(start)) <= 0)
+                                continue;
+                }
+                id = disk_storage_id(disk);
+                if (!id)
+                        continue;
+                if (d->partition) {
+                        char *full = NULL;
+                        if (asprintf(&full, "%s:%s", id, start) < 0)
+                                continue;
+                        free(id);
+                        id = full;
+                }
+                d->storage_id = TAKE_PTR(id);
+        }
+}
+
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)
 {
         struct stat st;
@@ -388,7 +467,7 @@ found:
                 if (is_hotplug_bus(v))
                         d->hotpluggable = true;
         }
-        /* the event names the device: read it even if it would be skipped in a sweep */
+        /* the event's name for the device is the one the kernel actions use */
         if (!streq(d->devnode, devnode)) {
                 char *s = strdup(devnode);
                 if (!s)
@@ -396,8 +475,185 @@ found:
                 free(d->devnode);
                 d->devnode = s;
         }
-        d->skip_read = false;
+        /* the event names the device: read it even if it would be skipped in a sweep, but never
+         * open a device without media (an empty card reader, a drive's open tray) */
+        d->skip_read = d->skip_read_why && streq(d->skip_read_why, "no media");
         return (int)(d - devs->v);
+}
+
+const char *bsg_sysname_of_devnum(dev_t devnum, char *buf, size_t size)
+{
+        char path[64];
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        ssize_t l = readlink(path, buf, size - 1);
+        if (l <= 0)
+                return NULL;
+        buf[l] = '\0';
+        const char *name = strrchr(buf, '/');
+        return name ? name + 1 : buf;
+}
+
+bool bsg_devnum_partitioned_disk(dev_t devnum)
+{
+        char path[64], sub[PATH_MAX];
+        struct dirent *de;
+        bool found = false;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        snprintf(sub, sizeof(sub), "%s/partition", path);
+        if (access(sub, F_OK) == 0 || !(dir = opendir(path)))
+                return false; /* a partition itself, or gone */
+        while (!found && (de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(sub, sizeof(sub), "%s/%s/partition", path, de->d_name);
+                found = access(sub, F_OK) == 0;
+        }
+        closedir(dir);
+        return found;
+}
+
+int bsg_devs_add_devnum(struct bsg_devs *devs, dev_t devnum)
+{
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+
+        if (!name)
+                return -ENODEV;
+        struct bsg_dev *d = devs_append(devs);
+        if (!d)
+                return -ENOMEM;
+        int r = dev_from_sysfs(d, name);
+        if (r <= 0 || d->devnum != devnum) {
+                dev_done(d);
+                devs->n--;
+                return r < 0 ? r : -ENODEV;
+        }
+        return (int)(d - devs->v);
+}
+
+int bsg_devnum_compare(const void *a, const void *b)
+{
+        dev_t x = *(const dev_t *)a, y = *(const dev_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* A decimal number of at most 10 digits that fits an unsigned (not strtoul(): sysfs has one of these
+ * per block device, and every event reads them all). */
+static const char *parse_uint(const char *s, unsigned *ret)
+{
+        uint64_t v = 0;
+        const char *p = s;
+
+        while (*p >= '0' && *p <= '9' && p - s < 11)
+                v = v * 10 + (uint64_t)(*p++ - '0');
+        if (p == s || p - s > 10 || v > UINT_MAX)
+                return NULL;
+        *ret = (unsigned)v;
+        return p;
+}
+
+int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, const char **ret_end)
+{
+        unsigned maj, min;
+        const char *e = parse_uint(s, &maj);
+
+        if (!e || *e != ':' || !(e = parse_uint(e + 1, &min)))
+                return -EINVAL;
+        *ret_major = maj;
+        *ret_minor = min;
+        if (ret_end)
+                *ret_end = e;
+        return 0;
+}
+
+/* One name of /sys/dev/block ("MAJ:MIN") as its share of the set hash: a sum, so the directory
+ * order does not matter; the name is hashed as it is (no parsing: every event does this for every
+ * device). */
+static uint64_t name_share(const char *name)
+{
+        uint64_t h = 0x2545f4914f6cdd1dULL;
+        bsg_hash_str(&h, name);
+        return h;
+}
+
+int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n, uint64_t *ret_hash)
+{
+        _cleanup_free_ dev_t *v = NULL;
+        size_t n = 0, cap = 0;
+        uint64_t sum = 0, names = 0;
+        DIR *dir = opendir("/sys/dev/block");
+        struct dirent *de;
+
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir))) {
+                unsigned maj, min;
+                const char *end;
+                if (de->d_name[0] != '.') {
+                        sum += name_share(de->d_name);
+                        names++;
+                }
+                if (bsg_parse_devnum(de->d_name, &maj, &min, &end) < 0 || *end)
+                        continue;
+                if (n == cap) {
+                        dev_t *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*nv));
+                        if (!nv) {
+                                closedir(dir);
+                                return -ENOMEM;
+                        }
+                        v = nv;
+                }
+                v[n++] = makedev(maj, min);
+        }
+        closedir(dir);
+        *ret_devnums = TAKE_PTR(v);
+        *ret_n = n;
+        if (ret_hash)
+                *ret_hash = sum + bsg_hash_mix(names);
+        return 0;
+}
+
+int bsg_sysfs_devnums_hash(uint64_t *ret_hash)
+{
+        DIR *dir = opendir("/sys/dev/block");
+        struct dirent *de;
+        uint64_t sum = 0, n = 0;
+
+        if (!dir)
+                return -errno;
+        while ((de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                sum += name_share(de->d_name);
+                n++;
+        }
+        closedir(dir);
+        *ret_hash = sum + bsg_hash_mix(n);
+        return 0;
+}
+
+int bsg_devs_add_event(struct bsg_devs *devs, const char *devnode)
+{
+        struct stat st;
+        dev_t devnum = 0;
+        const char *maj = getenv("MAJOR"), *min = getenv("MINOR"), *env_devname = getenv("DEVNAME");
+
+        if (stat(devnode, &st) == 0 && S_ISBLK(st.st_mode))
+                devnum = st.st_rdev;
+        else if (maj && min && env_devname && streq(env_devname, devnode))
+                devnum = makedev((unsigned)strtoul(maj, NULL, 10), (unsigned)strtoul(min, NULL, 10));
+        if (devnum) {
+                int r = bsg_devs_add_devnum(devs, devnum);
+                if (r < 0 && r != -ENODEV)
+                        return r;
+        }
+        int r = bsg_devs_find_or_add(devs, devnode);
+        if (r >= 0 && !devs->v[r].devnum)
+                devs->v[r].devnum = devnum;
+        return r;
 }
 
 struct read_record {

@@ -16,10 +16,15 @@ struct bsg_dev {
         char *sysname;   /* the name under /sys/class/block; NULL if not from enumeration */
         char *syspath;   /* the target of /sys/class/block/NAME */
         dev_t devnum;
+        uint64_t diskseq; /* the disk's /sys/block/DISK/diskseq (Linux 5.15+); 0: unknown */
+        uint64_t size;    /* bytes, from sysfs; 0: unknown or no media */
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool partition;  /* DEVTYPE=partition */
         bool hotpluggable;
+        bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
+        char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
+        char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -49,9 +54,46 @@ int bsg_devs_enumerate(struct bsg_devs *ret_devs);
  * unknown. */
 void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
 
+/* Sets storage_id of every valid btrfs device from sysfs: a loop device's backing file (st_dev, st_ino)
+ * and offset, or the disk's wwid or serial; plus the partition's start sector. Two names of one storage
+ * get equal ids (issue 10 item 8). */
+void bsg_devs_add_storage_ids(struct bsg_devs *devs);
+
 /* Finds DEVNODE's entry (by device number, then by name); adds one (from stat() and the udev
  * environment) if enumeration did not list it. Returns its index or -errno. */
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode);
+
+/* The event's device alone, without enumerating: its sysfs entry found through its device number
+ * (stat of DEVNODE, or MAJOR/MINOR of the udev environment when the node is gone), then the event's
+ * properties as bsg_devs_find_or_add() adds them. Appends it to DEVS; returns its index or -errno. */
+int bsg_devs_add_event(struct bsg_devs *devs, const char *devnode);
+
+/* Appends the device of number DEVNUM from its sysfs entry (found through /sys/dev/block), as
+ * enumeration would have listed it. Returns its index, -ENODEV if sysfs has no such device, -errno. */
+int bsg_devs_add_devnum(struct bsg_devs *devs, dev_t devnum);
+
+/* The kernel name ("sda4") of the block device DEVNUM, through /sys/dev/block, in BUF; NULL if none. */
+const char *bsg_sysname_of_devnum(dev_t devnum, char *buf, size_t size);
+
+/* qsort()/bsearch() order of dev_t values. */
+int bsg_devnum_compare(const void *a, const void *b);
+
+/* Parses "MAJ:MIN" at the start of S (decimal); *ret_end (may be NULL) points after it. 0 or -EINVAL. */
+int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, const char **ret_end);
+
+/* The device numbers of every block device (the names of /sys/dev/block: one readdir, no device
+ * opened), in directory order. *ret_devnums is a new array of *ret_n entries; *ret_hash (if not NULL)
+ * is bsg_sysfs_devnums_hash()'s number of the same readdir. Returns 0 or -errno. */
+int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n, uint64_t *ret_hash);
+
+/* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
+ * directory with a "partition" file), for a device known only from its inventory record. */
+bool bsg_devnum_partitioned_disk(dev_t devnum);
+
+/* The names of /sys/dev/block as one number, their order not mattering (one readdir, nothing
+ * allocated, nothing parsed). The seal (gate.h) keeps the one its decision covered; an event whose
+ * set is the same needs no sweep for unseen devices. */
+int bsg_sysfs_devnums_hash(uint64_t *ret_hash);
 
 /* Reads the superblock of every device not marked skip_read, each exactly once (one pread of 4 KiB at
  * 64 KiB), in a child process; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.

@@ -2,22 +2,37 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/btrfs.h>
 
+#include "hash.h"
 #include "kernel.h"
 #include "util.h"
 
+/* The test seams: honoured only by the test build (btrfs-scan-gate-test); the installed helper
+ * never lets its environment (udev's) redirect it. */
 static const char *env_or(const char *var, const char *def)
 {
+#ifdef BSG_TEST_SEAMS
         const char *v = getenv(var);
         return isempty(v) ? def : v;
+#else
+        (void)var;
+        return def;
+#endif
 }
 
 const char *bsg_control_path(void)
@@ -107,6 +122,143 @@ int bsg_control_forget(int fd, const char *path)
         if (r < 0)
                 return r;
         return ioctl(fd, BTRFS_IOC_FORGET_DEV, &args) < 0 ? -errno : 0;
+}
+
+static uint64_t now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Whether the superblock the kernel just read through FD's device is still the one OP was decided
+ * from. FD was opened before the ioctl and held across it: the kernel reads the superblock through
+ * the block device's page cache (btrfs_read_disk_super(): read_cache_page_gfp() on the bdev's
+ * mapping), and that cache is dropped when the last opener closes (blkdev_put() -> kill_bdev()). With
+ * FD open the page the kernel read stays, and RWF_NOWAIT reads it from the cache or not at all: the
+ * device is not asked a second time (a device that answers each read differently cannot show the
+ * kernel one superblock and this check another). Only when the page is gone (evicted), the file
+ * has no RWF_NOWAIT (a regular file, as in the tests; no preadv2 at all) or the read came short is it
+ * read again. */
+static bool still_same(const struct bsg_kop *op, int fd)
+{
+        static uint8_t buf[BSG_SUPER_SIZE];
+        struct iovec iov = {buf, sizeof(buf)};
+        struct bsg_superblock sb;
+        const char *problem = NULL;
+
+        if (fd < 0)
+                return false;
+        ssize_t n = preadv2(fd, &iov, 1, BSG_SUPER_OFFSET, RWF_NOWAIT);
+        if ((n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)) ||
+            (n >= 0 && n != (ssize_t)sizeof(buf)))
+                n = pread(fd, buf, sizeof(buf), BSG_SUPER_OFFSET);
+        if (n != (ssize_t)sizeof(buf) || bsg_superblock_parse(buf, sizeof(buf), &sb, &problem) != 0)
+                return false;
+        return memcmp(sb.fsid, op->fsid, BSG_UUID_SIZE) == 0 && sb.devid == op->devid &&
+               sb.generation == op->generation;
+}
+
+struct kop_result {
+        uint32_t index;
+        int32_t result;
+};
+
+static _Noreturn void kop_child(int control, struct bsg_kop *ops, size_t n, int out)
+{
+        for (size_t i = 0; i < n; i++) {
+                struct bsg_kop *op = &ops[i];
+                bool verify = op->type != BSG_KOP_FORGET && op->verify;
+                _cleanup_close_ int held = verify ? open(op->path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -1;
+                int r;
+
+                switch (op->type) {
+                case BSG_KOP_SCAN:
+                        r = bsg_control_scan(control, op->path);
+                        break;
+                case BSG_KOP_READY:
+                        r = bsg_control_devices_ready(control, op->path);
+                        break;
+                default:
+                        r = bsg_control_forget(control, op->path);
+                        break;
+                }
+                if (r >= 0 && verify && !still_same(op, held)) {
+                        /* the kernel may have read something else than we did: take it back */
+                        (void)bsg_control_forget(control, op->path);
+                        r = -ESTALE;
+                }
+                struct kop_result res = {(uint32_t)i, r};
+                if (write(out, &res, sizeof(res)) != (ssize_t)sizeof(res))
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+int bsg_control_run(int control, struct bsg_kop *ops, size_t n, int close_fd, uint64_t deadline_usec)
+{
+        int pipefd[2];
+        pid_t pid;
+
+        for (size_t i = 0; i < n; i++)
+                ops[i].result = -ETIMEDOUT;
+        if (n == 0)
+                return 0;
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        fflush(stdout);
+        fflush(stderr);
+        pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                close(pipefd[0]);
+                if (close_fd >= 0)
+                        close(close_fd);
+                /* nothing of ours may keep udev's pipe open if we are abandoned */
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+                if (null >= 0) {
+                        dup2(null, STDOUT_FILENO);
+                        dup2(null, STDERR_FILENO);
+                }
+                kop_child(control, ops, n, pipefd[1]);
+        }
+        close(pipefd[1]);
+        size_t got = 0;
+        while (got < n) {
+                uint64_t now = now_usec();
+                if (now >= deadline_usec)
+                        break;
+                struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
+                int r = poll(&p, 1, (int)((deadline_usec - now + 999) / 1000));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                struct kop_result res;
+                ssize_t l = read(pipefd[0], &res, sizeof(res));
+                if (l < 0 && errno == EINTR)
+                        continue;
+                if (l != (ssize_t)sizeof(res))
+                        break;
+                if (res.index < n) {
+                        ops[res.index].result = res.result;
+                        got++;
+                }
+        }
+        close(pipefd[0]);
+        if (got == n)
+                (void)waitpid(pid, NULL, 0); /* done with its ioctls: exiting */
+        else {
+                /* still in an ioctl: killed and abandoned (an ioctl in D state outlives SIGKILL) */
+                kill(pid, SIGKILL);
+                (void)waitpid(pid, NULL, WNOHANG);
+        }
+        return 0;
 }
 
 int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len)
@@ -216,6 +368,26 @@ int bsg_mounted_fsids(uint8_t (**ret_fsids)[BSG_UUID_SIZE], size_t *ret_n)
         return 0;
 }
 
+bool bsg_mounted_member(const char *sysname)
+{
+        DIR *d;
+        struct dirent *de;
+        bool found = false;
+
+        if (!sysname || strchr(sysname, '/') || !(d = opendir("/sys/fs/btrfs")))
+                return false;
+        while (!found && (de = readdir(d))) {
+                uint8_t u[BSG_UUID_SIZE];
+                char path[PATH_MAX];
+                if (bsg_uuid_parse(de->d_name, u) < 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices/%s", de->d_name, sysname);
+                found = access(path, F_OK) == 0;
+        }
+        closedir(d);
+        return found;
+}
+
 /* mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS".
  * Finds the mount point and source of the LEN bytes at LINE, in place (no copy, no allocation);
  * fields are separated by runs of spaces. Returns 0, or -EINVAL for a line without both. */
@@ -294,4 +466,90 @@ bool bsg_mountinfo_has_source(const char *text, const char *devnode)
                         p++;
         }
         return false;
+}
+
+static int cmp_source(const void *a, const void *b)
+{
+        const struct bsg_mount_source *x = a, *y = b;
+
+        if (x->len != y->len)
+                return x->len < y->len ? -1 : 1;
+        return memcmp(x->p, y->p, x->len);
+}
+
+int bsg_mount_sources_parse(const char *text, struct bsg_mount_sources *ret)
+{
+        struct bsg_mount_sources s = {0};
+        size_t cap = 0;
+
+        for (const char *p = text; p && *p;) {
+                size_t len = strcspn(p, "\n");
+                struct mi_field mp, src;
+                if (mountinfo_line(p, len, &mp, &src) >= 0) {
+                        if (s.n == cap) {
+                                struct bsg_mount_source *nv = realloc(s.v, (cap = cap ? 2 * cap : 32) * sizeof(*nv));
+                                if (!nv) {
+                                        free(s.v);
+                                        return -ENOMEM;
+                                }
+                                s.v = nv;
+                        }
+                        s.v[s.n++] = (struct bsg_mount_source){src.p, src.len};
+                }
+                p += len;
+                if (*p)
+                        p++;
+        }
+        if (s.n)
+                qsort(s.v, s.n, sizeof(s.v[0]), cmp_source);
+        *ret = s;
+        return 0;
+}
+
+bool bsg_mount_sources_has(const struct bsg_mount_sources *s, const char *devnode)
+{
+        if (!devnode || !s->n)
+                return false;
+        struct bsg_mount_source key = {devnode, strlen(devnode)};
+
+        return bsearch(&key, s->v, s->n, sizeof(s->v[0]), cmp_source);
+}
+
+void bsg_mount_sources_free(struct bsg_mount_sources *s)
+{
+        free(s->v);
+        *s = (struct bsg_mount_sources){0};
+}
+
+uint64_t bsg_mounted_members_hash(void)
+{
+        DIR *d = opendir("/sys/fs/btrfs");
+        struct dirent *de;
+        uint64_t sum = 0;
+
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                uint8_t u[BSG_UUID_SIZE];
+                char path[300];
+                DIR *m;
+                struct dirent *me;
+
+                if (bsg_uuid_parse(de->d_name, u) < 0)
+                        continue;
+                snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices", de->d_name);
+                if (!(m = opendir(path)))
+                        continue;
+                while ((me = readdir(m))) {
+                        uint64_t h = 0;
+                        if (me->d_name[0] == '.')
+                                continue;
+                        bsg_hash_update(&h, u, sizeof(u));
+                        bsg_hash_str(&h, me->d_name);
+                        sum += h;
+                }
+                closedir(m);
+        }
+        closedir(d);
+        return sum;
 }

@@ -35,6 +35,25 @@ int bsg_control_devices_ready(int fd, const char *path);
 int bsg_control_scan(int fd, const char *path);   /* BTRFS_IOC_SCAN_DEV: 0 or -errno */
 int bsg_control_forget(int fd, const char *path); /* BTRFS_IOC_FORGET_DEV: 0 or -errno */
 
+/* Kernel actions run in a child process under a deadline: a scan makes the kernel read the device
+ * again (unbounded, in the block layer), so a device that hangs must not hold the helper and its
+ * lock. The child runs OPS in order through CONTROL and streams each result back; an action not
+ * answered by DEADLINE_USEC gets -ETIMEDOUT (the child is killed and not waited for). CLOSE_FD (the
+ * lock, or -1) is closed in the child so that an abandoned child cannot keep the lock. */
+enum bsg_kop_type { BSG_KOP_SCAN, BSG_KOP_READY, BSG_KOP_FORGET };
+struct bsg_kop {
+        enum bsg_kop_type type;
+        const char *path;
+        /* after a successful SCAN/READY: the superblock the decision was made from. The child reads
+         * the device again right after the ioctl (the page cache the kernel's read filled) and, if
+         * the magic, fsid, devid or generation differ, forgets the device again: -ESTALE. */
+        bool verify;
+        uint8_t fsid[BSG_UUID_SIZE];
+        uint64_t devid, generation;
+        int result; /* out: SCAN/FORGET 0, READY 1 (all devices present) or 0; -errno; -ETIMEDOUT */
+};
+int bsg_control_run(int control, struct bsg_kop *ops, size_t n, int close_fd, uint64_t deadline_usec);
+
 /* Reads skip_scan into a new string (trailing newline removed). -ENOENT if absent. */
 int bsg_skip_scan_read(char **ret_list);
 /* Writes LIST ("" writes a lone newline so the store runs) with O_WRONLY|O_TRUNC, never creating it. */
@@ -44,6 +63,10 @@ int bsg_skip_scan_write(const char *list);
  * files. *ret_fsids is a new array of *ret_n entries. */
 int bsg_mounted_fsids(uint8_t (**ret_fsids)[BSG_UUID_SIZE], size_t *ret_n);
 
+/* Whether block device SYSNAME ("sda4", "dm-0") is listed in /sys/fs/btrfs/<fsid>/devices/ of a mounted
+ * filesystem (a member the mount opened; issue 10 item 1). */
+bool bsg_mounted_member(const char *sysname);
+
 /* Reads a whole small file (at most MAX bytes) into a NUL-terminated new buffer. */
 int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
@@ -51,3 +74,21 @@ int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len)
  * of any mount. Pure helpers over the text. */
 int bsg_mountinfo_root_source(const char *text, char **ret_source);
 bool bsg_mountinfo_has_source(const char *text, const char *devnode);
+
+/* The same question for many devices: the source of every mount in TEXT, sorted, as pointers into
+ * TEXT (which must outlive them). One pass over the text; each question is a binary search. */
+struct bsg_mount_source {
+        const char *p;
+        size_t len;
+};
+struct bsg_mount_sources {
+        struct bsg_mount_source *v;
+        size_t n;
+};
+int bsg_mount_sources_parse(const char *text, struct bsg_mount_sources *ret);
+bool bsg_mount_sources_has(const struct bsg_mount_sources *s, const char *devnode);
+void bsg_mount_sources_free(struct bsg_mount_sources *s);
+
+/* Every member of every mounted btrfs filesystem (/sys/fs/btrfs/<fsid>/devices/) as one number, order
+ * not mattering: an input of the decision (the seal, gate.h). 0 when none or unreadable. */
+uint64_t bsg_mounted_members_hash(void);

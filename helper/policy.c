@@ -16,6 +16,12 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_UNIQUE] = "unique",
         [BSG_REASON_CLONE] = "clone",
         [BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED] = "removable-clone-of-mounted",
+        [BSG_REASON_REMOVABLE_CLONE] = "removable-clone",
+        [BSG_REASON_INCONSISTENT_COPIES] = "inconsistent-copies",
+        [BSG_REASON_PARTITIONED_DISK] = "partitioned-disk",
+        [BSG_REASON_SAME_STORAGE] = "same-storage",
+        [BSG_REASON_UNREADABLE] = "unreadable",
+        [BSG_REASON_IN_DOUBT] = "in-doubt",
 };
 
 const char *bsg_reason_name(enum bsg_reason r)
@@ -39,6 +45,12 @@ const char *bsg_decision_name(enum bsg_decision d)
 bool is_not_btrfs(const struct bsg_device *d)
 {
         return d->state == BSG_DEV_NOT_BTRFS;
+}
+
+/* Its read did not finish in time and nothing is known of it: it may be anyone's twin. */
+bool is_in_doubt(const struct bsg_device *d)
+{
+        return d->state == BSG_DEV_UNKNOWN;
 }
 
 bool is_invalid_superblock(const struct bsg_device *d)
@@ -67,40 +79,168 @@ bool is_multi_device(const struct bsg_device *d)
         return d->num_devices > 1;
 }
 
+/* A whole disk whose partitions carry the filesystems: a btrfs superblock on it is stale (or planted);
+ * the kernel would still register it, so it is listed, never scanned. */
+bool is_partitioned_disk(const struct bsg_device *d)
+{
+        return d->partitioned_disk;
+}
+
 static bool same_fs(const struct bsg_device *a, const struct bsg_device *b)
 {
         return a->state == BSG_DEV_BTRFS && b->state == BSG_DEV_BTRFS &&
                memcmp(a->fsid, b->fsid, BSG_UUID_SIZE) == 0;
 }
 
+static bool in_use(const struct bsg_device *d)
+{
+        return d->self_mounted || d->mounted_member;
+}
+
+/* Two names of one storage (two loop devices over one file, two paths to one disk). A hot-pluggable
+ * device never shares storage with a fixed one: its serial or WWN is the attacker's to choose. */
+static bool same_storage(const struct bsg_device *a, const struct bsg_device *b)
+{
+        return a->storage_id && b->storage_id && a->hotpluggable == b->hotpluggable &&
+               streq(a->storage_id, b->storage_id);
+}
+
+/* B is the name of the storage that is kept, A the one that is not: the one in use, else the first
+ * devnode in byte order (any fixed choice gives the same answer in every event order). */
+static bool preferred_name(const struct bsg_device *b, const struct bsg_device *a)
+{
+        if (in_use(a) != in_use(b))
+                return in_use(b);
+        return strcmp(b->devnode ? b->devnode : "", a->devnode ? a->devnode : "") < 0;
+}
+
+/* Another present device names the same storage and is the name kept: DEVS[I] is a second writer's
+ * door to the same bytes, never scanned, never offered as a mountable clone. */
+bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i)
+{
+        for (size_t k = 0; k < n; k++)
+                if (k != i && same_storage(&devs[k], &devs[i]) && preferred_name(&devs[k], &devs[i]))
+                        return true;
+        return false;
+}
+
+/* Whether DEVS[K] is a copy of DEVS[I]'s filesystem that counts for DEVS[I]'s verdict: same fsid, not a
+ * stale whole-disk superblock, not a second name of other storage, and not a hot-pluggable copy when
+ * DEVS[I] is fixed storage (a stick can never make internal storage a clone, nor disagree with it). */
+static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, size_t k)
+{
+        const struct bsg_device *a = &devs[i], *b = &devs[k];
+
+        return k != i && same_fs(a, b) && !is_partitioned_disk(b) && !is_same_storage_secondary(devs, n, k) &&
+               !(b->hotpluggable && !a->hotpluggable);
+}
+
+/* Fixed storage carries the same fsid. */
+static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
+{
+        for (size_t k = 0; k < n; k++)
+                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]))
+                        return true;
+        return false;
+}
+
+/* A hot-pluggable copy of a filesystem that internal storage carries, not in use itself: at boot too,
+ * before anything is mounted, it is never scanned and never owns a slot or a shared link. */
+bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
+{
+        return devs[i].hotpluggable && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+}
+
+/* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a
+ * devid that maps to two device UUIDs (or one device UUID under two devids). */
+static bool uuid_known(const uint8_t u[BSG_UUID_SIZE])
+{
+        static const uint8_t zero[BSG_UUID_SIZE];
+        return memcmp(u, zero, BSG_UUID_SIZE) != 0;
+}
+
+static bool copies_disagree(const struct bsg_device *a, const struct bsg_device *b)
+{
+        if (a->num_devices != b->num_devices || a->seeding != b->seeding)
+                return true;
+        /* a copy known only from the state file has no device UUID */
+        return uuid_known(a->dev_uuid) && uuid_known(b->dev_uuid) &&
+               (a->devid == b->devid) != (memcmp(a->dev_uuid, b->dev_uuid, BSG_UUID_SIZE) == 0);
+}
+
+/* Some two of the copies that count for DEVS[I] (itself included) disagree. */
+bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i)
+{
+        for (size_t k = 0; k < n; k++) {
+                if (k != i && !counts_as_copy(devs, n, i, k))
+                        continue;
+                for (size_t l = k + 1; l < n; l++)
+                        if ((l == i || counts_as_copy(devs, n, i, l)) && copies_disagree(&devs[k], &devs[l]))
+                                return true;
+        }
+        return false;
+}
+
+/* The copies DEVS[I]'s verdict looks at: those that count, and only members of the mounted filesystem
+ * when the copies disagree and DEVS[I] is such a member. */
+static bool is_peer(const struct bsg_device *devs, size_t n, size_t i, size_t k, bool members_only)
+{
+        return counts_as_copy(devs, n, i, k) && (!members_only || devs[k].mounted_member);
+}
+
+static bool raid_twin(const struct bsg_device *devs, size_t n, size_t i, bool members_only)
+{
+        for (size_t k = 0; k < n; k++)
+                if (is_peer(devs, n, i, k, members_only) && devs[k].devid == devs[i].devid)
+                        return true;
+        return false;
+}
+
+static bool clone_present(const struct bsg_device *devs, size_t n, size_t i, bool members_only)
+{
+        for (size_t k = 0; k < n; k++)
+                if (is_peer(devs, n, i, k, members_only))
+                        return true;
+        return false;
+}
+
 /* Another present device is the same member (fsid, devid) of a multi-device filesystem. */
 bool has_raid_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
-        for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]) && devs[k].devid == devs[i].devid)
-                        return true;
-        return false;
+        return raid_twin(devs, n, i, false);
 }
 
 /* Another present device carries the same fsid. */
 bool has_clone(const struct bsg_device *devs, size_t n, size_t i)
 {
-        for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]))
-                        return true;
-        return false;
+        return clone_present(devs, n, i, false);
 }
 
 /* Exactly one copy of the fs is in the active slot, and it is DEVS[I]. */
-static bool is_sole_active_copy(const struct bsg_device *devs, size_t n, size_t i)
+static bool is_sole_active_copy(const struct bsg_device *devs, size_t n, size_t i, bool members_only)
 {
         if (!devs[i].slot_active)
                 return false;
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]) && devs[k].devid == devs[i].devid &&
-                    devs[k].slot_active)
+                if (is_peer(devs, n, i, k, members_only) && devs[k].devid == devs[i].devid && devs[k].slot_active)
                         return false;
         return true;
+}
+
+bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
+{
+        switch (v->reason) {
+        case BSG_REASON_INVALID_SUPERBLOCK:
+        case BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED:
+        case BSG_REASON_REMOVABLE_CLONE:
+        case BSG_REASON_INCONSISTENT_COPIES:
+        case BSG_REASON_PARTITIONED_DISK:
+        case BSG_REASON_SAME_STORAGE:
+        case BSG_REASON_UNREADABLE:
+                return false;
+        default:
+                return true;
+        }
 }
 
 #define VERDICT(d, r) ((struct bsg_verdict){.decision = (d), .reason = (r)})
@@ -109,27 +249,44 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
                                          enum bsg_clone_policy clone_policy)
 {
         const struct bsg_device *d = &devs[i];
+        bool members_only = false;
 
+        if (is_in_doubt(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
+        if (d->state == BSG_DEV_UNREADABLE)
+                return VERDICT(BSG_SKIP, BSG_REASON_UNREADABLE);
         if (is_not_btrfs(d))
                 return VERDICT(BSG_IGNORE, BSG_REASON_NOT_BTRFS);
+        /* the kernel registers anything with the magic at 64 KiB: when in doubt, list it */
         if (is_invalid_superblock(d))
-                return VERDICT(BSG_IGNORE, BSG_REASON_INVALID_SUPERBLOCK);
+                return VERDICT(BSG_SKIP, BSG_REASON_INVALID_SUPERBLOCK);
         if (is_bad_path(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_BAD_PATH);
+        if (is_partitioned_disk(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_PARTITIONED_DISK);
+        if (is_same_storage_secondary(devs, n, i))
+                return VERDICT(BSG_SKIP, BSG_REASON_SAME_STORAGE);
         if (is_removable_clone_of_mounted(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED);
+        if (is_removable_clone(devs, n, i))
+                return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE);
+        if (has_inconsistent_copies(devs, n, i)) {
+                if (!d->mounted_member)
+                        return VERDICT(BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES);
+                members_only = true; /* the mounted filesystem's own devices decide among themselves */
+        }
         if (is_seed_device(d))
                 return VERDICT(BSG_SCAN, BSG_REASON_SEED);
         if (is_multi_device(d)) {
-                if (!has_raid_twin(devs, n, i))
+                if (!raid_twin(devs, n, i, members_only))
                         return VERDICT(BSG_SCAN, BSG_REASON_MULTI_DEVICE);
-                if (is_sole_active_copy(devs, n, i))
+                if (is_sole_active_copy(devs, n, i, members_only))
                         return VERDICT(BSG_SCAN, BSG_REASON_RAID_CLONE_ACTIVE);
                 return VERDICT(BSG_SKIP, BSG_REASON_RAID_CLONE_INACTIVE);
         }
-        if (!has_clone(devs, n, i))
+        if (!clone_present(devs, n, i, members_only))
                 return VERDICT(BSG_SCAN, BSG_REASON_UNIQUE);
-        if (clone_policy == BSG_CLONE_ACTIVE && is_sole_active_copy(devs, n, i))
+        if (clone_policy == BSG_CLONE_ACTIVE && is_sole_active_copy(devs, n, i, members_only))
                 return VERDICT(BSG_SCAN, BSG_REASON_CLONE);
         return VERDICT(BSG_SKIP, BSG_REASON_CLONE);
 }
@@ -152,11 +309,15 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
         _cleanup_free_ size_t *order = malloc((n + 1) * sizeof(size_t));
         _cleanup_free_ struct bsg_device *group = malloc((n + 1) * sizeof(struct bsg_device));
 
+        bool doubt = false;
+
+        for (size_t i = 0; i < n && !doubt; i++)
+                doubt = is_in_doubt(&devs[i]);
         if (!order || !group) {
                 /* the same verdicts, in O(n^2) */
                 for (size_t i = 0; i < n; i++)
                         ret_verdicts[i] = bsg_policy_decide_one(devs, n, i, clone_policy);
-                return;
+                goto out;
         }
         /* A verdict depends only on the devices of the same filesystem: decide each filesystem's
          * devices among themselves, so a thousand unique filesystems cost n log n, not n^2. */
@@ -171,4 +332,9 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
                 for (size_t k = a; k < b; k++)
                         ret_verdicts[order[k]] = bsg_policy_decide_one(group, b - a, k - a, clone_policy);
         }
+out:
+        /* a device of unknown content may be the twin of any of them: nothing is scanned */
+        for (size_t i = 0; i < n && doubt; i++)
+                if (ret_verdicts[i].decision == BSG_SCAN)
+                        ret_verdicts[i] = VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
 }

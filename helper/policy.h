@@ -10,8 +10,11 @@
 
 enum bsg_sb_state {
         BSG_DEV_BTRFS,       /* valid superblock */
-        BSG_DEV_NOT_BTRFS,   /* no btrfs magic, too short, unreadable */
+        BSG_DEV_NOT_BTRFS,   /* no btrfs magic, too short, gone (no node, no device) */
         BSG_DEV_INVALID,     /* btrfs magic but a failed check */
+        BSG_DEV_UNKNOWN,     /* in doubt: its read did not finish and nothing is known of it */
+        BSG_DEV_UNREADABLE,  /* its open or read failed (EIO, ...) and nothing is known of it: listed,
+                              * never scanned; unlike a read that hangs it puts nobody else in doubt */
 };
 
 enum bsg_decision {
@@ -31,6 +34,13 @@ enum bsg_reason {
         BSG_REASON_UNIQUE,
         BSG_REASON_CLONE,
         BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED,
+        BSG_REASON_REMOVABLE_CLONE,     /* hot-pluggable copy of an fsid internal storage carries */
+        BSG_REASON_INCONSISTENT_COPIES, /* copies of one fsid disagree (num_devices, seed, devid/UUID) */
+        BSG_REASON_PARTITIONED_DISK,    /* a whole disk with partitions and a (stale) btrfs superblock */
+        BSG_REASON_SAME_STORAGE,        /* a second name of storage another device already names */
+        BSG_REASON_UNREADABLE, /* its read failed: what the kernel would read is unknown */
+        BSG_REASON_IN_DOUBT, /* unknown device, or a scan while a device of the set is unknown, or no
+                              * memory to decide: every doubt ends in skip */
         _BSG_REASON_MAX,
 };
 
@@ -46,12 +56,18 @@ struct bsg_device {
         uint8_t fsid[BSG_UUID_SIZE];
         uint64_t devid;
         uint64_t num_devices;
+        uint8_t dev_uuid[BSG_UUID_SIZE];
         bool seeding;
         bool slot_active;    /* the device's partition label names the active slot */
         bool hotpluggable;   /* removable or hot-pluggable media (USB, ...) */
         bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
+        bool mounted_member; /* listed in /sys/fs/btrfs/<fsid>/devices/ of a mounted filesystem */
+        bool partitioned_disk; /* a whole disk whose partitions are block devices of their own */
+        /* what the bytes are stored on, equal for two names of one storage ("loop:DEV:INO:OFFSET",
+         * "wwid:...", "serial:..." plus ":START" for a partition); NULL if unknown */
+        const char *storage_id;
 };
 
 struct bsg_verdict {
@@ -68,13 +84,22 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
 
 /* The named predicates, one per reason. */
 bool is_not_btrfs(const struct bsg_device *d);
+bool is_in_doubt(const struct bsg_device *d);
 bool is_invalid_superblock(const struct bsg_device *d);
 bool is_bad_path(const struct bsg_device *d);
 bool is_removable_clone_of_mounted(const struct bsg_device *d);
+bool is_partitioned_disk(const struct bsg_device *d);
+bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i);
+bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i);
+bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i);
 bool is_seed_device(const struct bsg_device *d);
 bool is_multi_device(const struct bsg_device *d);
 bool has_raid_twin(const struct bsg_device *devs, size_t n, size_t i);
 bool has_clone(const struct bsg_device *devs, size_t n, size_t i);
+
+/* Whether a device with verdict V may carry a slot and compete for shared /dev/disk/by-* links. False
+ * for hostile or doubtful copies (they get link_priority=-100, SYSTEMD_READY=0, UDISKS_IGNORE=1). */
+bool bsg_verdict_may_own_links(const struct bsg_verdict *v);
 
 const char *bsg_decision_name(enum bsg_decision d);
 const char *bsg_reason_name(enum bsg_reason r);

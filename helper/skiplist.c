@@ -21,6 +21,15 @@ bool bsg_skiplist_path_ok(const char *path)
         return true;
 }
 
+bool bsg_skiplist_entry_ok(const char *entry)
+{
+        if (entry && strncmp(entry, "PARTUUID=", 9) == 0) {
+                size_t l = strlen(entry + 9);
+                return l > 0 && l <= 36 && strspn(entry + 9, "0123456789abcdefABCDEF-") == l;
+        }
+        return bsg_skiplist_path_ok(entry);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
         return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -36,7 +45,7 @@ int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, siz
         if (!sorted || !out)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                if (bsg_skiplist_path_ok(paths[i]))
+                if (bsg_skiplist_entry_ok(paths[i]))
                         sorted[m++] = paths[i];
                 else
                         rejected++;

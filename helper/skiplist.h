@@ -11,9 +11,12 @@
 /* A path that can be listed in skip_scan and passed to the scan ioctls: absolute, no ',' and no
  * whitespace or control characters, at most BSG_PATH_NAME_MAX bytes. */
 bool bsg_skiplist_path_ok(const char *path);
+/* Whether ENTRY can be a skip_scan entry: a path as above, or PARTUUID=<1 to 36 hex digits and
+ * dashes> (matched by the kernel against the partition table it read). */
+bool bsg_skiplist_entry_ok(const char *entry);
 
 /* Formats PATHS (N of them, any order, duplicates allowed) sorted and deduplicated into a newly
- * allocated string. Paths that fail bsg_skiplist_path_ok() are left out and counted in
+ * allocated string. Entries that fail bsg_skiplist_entry_ok() are left out and counted in
  * *ret_rejected. Returns 0, or -E2BIG if the list would exceed BSG_SKIPLIST_MAX (then *ret_list holds
  * the longest sorted prefix that fits and *ret_dropped the number of paths left out), -ENOMEM. */
 int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, size_t *ret_rejected,

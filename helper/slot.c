@@ -9,6 +9,11 @@
 #include "slot.h"
 #include "util.h"
 
+bool bsg_slot_base_ok(const char *base)
+{
+        return !isempty(base) && !streq(base, ".") && !streq(base, "..");
+}
+
 int bsg_slot_normalize(const char *value, char ret_slot[BSG_SLOT_MAX])
 {
         char s[BSG_SLOT_MAX];
@@ -71,6 +76,8 @@ const char *bsg_slot_source_name(enum bsg_slot_source s)
                 [BSG_SLOT_SOURCE_STEAMOS] = "steamos.efi",
                 [BSG_SLOT_SOURCE_ROOT] = "root",
                 [BSG_SLOT_SOURCE_MOUNTED_ROOT] = "mounted-root",
+                [BSG_SLOT_SOURCE_BOOTCHOOSER] = "bootchooser.active",
+                [BSG_SLOT_SOURCE_PARTSETS] = "partsets",
         };
         return s < ELEMENTSOF(names) ? names[s] : "none";
 }
@@ -109,6 +116,76 @@ static const struct bsg_partition *resolve(const char *spec, const struct bsg_pa
         return hit;
 }
 
+int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37])
+{
+        char s[37];
+        size_t n = 0;
+
+        for (size_t i = 4; i + 1 < len && n < 36; i += 2) {
+                if (data[i + 1] != 0 || data[i] == 0)
+                        break;
+                s[n++] = (char)tolower(data[i]);
+        }
+        s[n] = '\0';
+        if (n != 36)
+                return -EINVAL;
+        for (size_t i = 0; i < 36; i++)
+                if ((i == 8 || i == 13 || i == 18 || i == 23) ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+                        return -EINVAL;
+        memcpy(ret, s, sizeof(s));
+        return 0;
+}
+
+/* RESOLVE() over the fixed partitions only */
+static int resolve_fixed(const char *spec, const struct bsg_partition *parts, size_t n)
+{
+        const struct bsg_partition *p = resolve(spec, parts, n);
+
+        if (!p || p->hotpluggable || !p->disk)
+                return -ENOENT;
+        /* a hot-pluggable partition with the same name makes the spec ambiguous: no witness */
+        for (size_t i = 0; i < n; i++)
+                if (&parts[i] != p && parts[i].hotpluggable && resolve(spec, &parts[i], 1))
+                        return -ENOENT;
+        return (int)(p - parts);
+}
+
+/* The fixed partition the command line's KEY= names; root= only by PARTUUID (a label or an fs UUID
+ * is what a copy carries too). */
+static int resolve_key(const char *cmdline, const char *key, const struct bsg_partition *parts, size_t n_parts)
+{
+        _cleanup_free_ char *v = NULL;
+
+        if (!cmdline || bsg_cmdline_get(cmdline, strlen(cmdline), key, &v) < 0)
+                return -ENOENT;
+        if (streq(key, "root") && strncmp(v, "PARTUUID=", 9) != 0)
+                return -ENOENT;
+        return resolve_fixed(v, parts, n_parts);
+}
+
+int bsg_booted_partition(const char *cmdline, const char *loader_partuuid, const struct bsg_partition *parts,
+                         size_t n_parts)
+{
+        static const char *const keys[] = {"rd.steamos.efi", "steamos.efi", "root"};
+        char spec[64];
+        int r;
+
+        if (!isempty(loader_partuuid) && strlen(loader_partuuid) < 40) {
+                snprintf(spec, sizeof(spec), "PARTUUID=%s", loader_partuuid);
+                if ((r = resolve_fixed(spec, parts, n_parts)) >= 0)
+                        return r;
+        }
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                if ((r = resolve_key(cmdline, keys[k], parts, n_parts)) >= 0)
+                        return r;
+        return -ENOENT;
+}
+
+int bsg_root_partition(const char *cmdline, const struct bsg_partition *parts, size_t n_parts)
+{
+        return resolve_key(cmdline, "root", parts, n_parts);
+}
+
 static int slot_of_spec(const char *spec, const struct bsg_config *config, const struct bsg_partition *parts,
                         size_t n, char ret_slot[BSG_SLOT_MAX])
 {
@@ -136,6 +213,7 @@ int bsg_active_slot(const struct bsg_config *config, const char *cmdline, const 
         } keys[] = {
                 {"btrfs-scan-gate.slot", BSG_SLOT_SOURCE_GATE_CMDLINE, false},
                 {"rauc.slot", BSG_SLOT_SOURCE_RAUC, false},
+                {"bootchooser.active", BSG_SLOT_SOURCE_BOOTCHOOSER, false},
                 {"androidboot.slot_suffix", BSG_SLOT_SOURCE_ANDROID, false},
                 {"steamos.efi", BSG_SLOT_SOURCE_STEAMOS, true},
                 {"rd.steamos.efi", BSG_SLOT_SOURCE_STEAMOS, true},

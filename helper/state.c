@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,7 +17,6 @@
 #include "state.h"
 #include "util.h"
 
-#define STATE_MAX (1024 * 1024)
 
 static int mkdir_p(const char *path)
 {
@@ -60,12 +60,20 @@ int bsg_state_lock(const char *rundir, uint64_t deadline_usec)
         }
 }
 
+void bsg_record_done(struct bsg_record *rec)
+{
+        free(rec->devnode);
+        free(rec->partlabel);
+        free(rec->partuuid);
+        free(rec->storage_id);
+        free(rec->disk);
+        rec->devnode = rec->partlabel = rec->partuuid = rec->storage_id = rec->disk = NULL;
+}
+
 void bsg_state_free(struct bsg_state *state)
 {
-        for (size_t i = 0; i < state->n; i++) {
-                free(state->v[i].devnode);
-                free(state->v[i].partlabel);
-        }
+        for (size_t i = 0; i < state->n; i++)
+                bsg_record_done(&state->v[i]);
         free(state->v);
         state->v = NULL;
         state->n = 0;
@@ -93,9 +101,9 @@ void bsg_state_remove(struct bsg_state *state, dev_t devnum)
 
         if (!rec)
                 return;
+        state->changed = true;
         i = (size_t)(rec - state->v);
-        free(rec->devnode);
-        free(rec->partlabel);
+        bsg_record_done(rec);
         memmove(&state->v[i], &state->v[i + 1], (state->n - i - 1) * sizeof(state->v[0]));
         state->n--;
 }
@@ -110,42 +118,50 @@ struct bsg_record *bsg_state_find(struct bsg_state *state, dev_t devnum)
 int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec)
 {
         struct bsg_record *old = bsg_state_find(state, rec->devnum);
-        char *devnode = strdup(rec->devnode ? rec->devnode : "");
-        char *partlabel = rec->partlabel ? strdup(rec->partlabel) : NULL;
+        struct bsg_record copy = *rec;
         size_t i;
 
-        if (!devnode || (rec->partlabel && !partlabel)) {
-                free(devnode);
-                free(partlabel);
+        copy.devnode = strdup(rec->devnode ? rec->devnode : "");
+        copy.partlabel = rec->partlabel ? strdup(rec->partlabel) : NULL;
+        copy.partuuid = rec->partuuid ? strdup(rec->partuuid) : NULL;
+        copy.storage_id = rec->storage_id ? strdup(rec->storage_id) : NULL;
+        copy.disk = rec->disk ? strdup(rec->disk) : NULL;
+        if (!copy.devnode || (rec->partlabel && !copy.partlabel) || (rec->partuuid && !copy.partuuid) ||
+            (rec->storage_id && !copy.storage_id) || (rec->disk && !copy.disk)) {
+                bsg_record_done(&copy);
                 return -ENOMEM;
         }
         if (old) {
-                free(old->devnode);
-                free(old->partlabel);
-                *old = *rec;
-                old->devnode = devnode;
-                old->partlabel = partlabel;
+                if (!state->changed) {
+                        _cleanup_free_ char *a = NULL, *b = NULL;
+                        state->changed = bsg_record_format(old, &a) < 0 || bsg_record_format(&copy, &b) < 0 ||
+                                         !streq(a, b);
+                }
+                bsg_record_done(old);
+                *old = copy;
                 return 0;
         }
+        state->changed = true;
         struct bsg_record *nv = realloc(state->v, (state->n + 1) * sizeof(*nv));
         if (!nv) {
-                free(devnode);
-                free(partlabel);
+                bsg_record_done(&copy);
                 return -ENOMEM;
         }
         state->v = nv;
         i = lower_bound(state, rec->devnum);
         memmove(&nv[i + 1], &nv[i], (state->n - i) * sizeof(*nv));
-        nv[i] = *rec;
-        nv[i].devnode = devnode;
-        nv[i].partlabel = partlabel;
+        nv[i] = copy;
         state->n++;
         return 0;
 }
 
-/* devnodes are escaped: %XX for '%', whitespace and control characters */
-static void escape(const char *s, FILE *f)
+/* Text fields are escaped: %XX for '%', whitespace and control characters; a lone "%" is "none". */
+void bsg_field_write(FILE *f, const char *s)
 {
+        if (!s) {
+                fputc('%', f);
+                return;
+        }
         for (const unsigned char *p = (const unsigned char *)s; *p; p++)
                 if (*p <= ' ' || *p == '%' || *p == 0x7f)
                         fprintf(f, "%%%02X", *p);
@@ -153,75 +169,255 @@ static void escape(const char *s, FILE *f)
                         fputc(*p, f);
 }
 
-static char *unescape(const char *s)
+static int hexval(char c)
 {
-        char *out = malloc(strlen(s) + 1), *o = out;
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
 
+/* The next space-separated field of *P (moved past it), within its line: its start and length. */
+static bool next_field(const char **p, const char **ret_start, size_t *ret_len)
+{
+        const char *s = *p;
+        while (*s == ' ')
+                s++;
+        if (!*s || *s == '\n')
+                return false;
+        size_t len = strcspn(s, " \n");
+        *ret_start = s;
+        *ret_len = len;
+        *p = s + len;
+        return true;
+}
+
+bool bsg_field_u64(const char **p, uint64_t *ret)
+{
+        const char *s;
+        size_t len;
+        uint64_t v = 0;
+
+        if (!next_field(p, &s, &len) || len == 0 || len > 20)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+                v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+/* An escaped text field into a new string (*ret NULL for "%"). Returns 0, -EINVAL, -ENOMEM. */
+int bsg_field_read(const char **p, char **ret)
+{
+        const char *s;
+        size_t len;
+
+        if (!next_field(p, &s, &len))
+                return -EINVAL;
+        if (len == 1 && s[0] == '%') {
+                *ret = NULL;
+                return 0;
+        }
+        char *out = malloc(len + 1), *o = out;
         if (!out)
-                return NULL;
-        while (*s) {
-                unsigned v;
-                if (s[0] == '%' && s[1] && s[2] && sscanf(s + 1, "%2x", &v) == 1) {
-                        *o++ = (char)v;
-                        s += 3;
+                return -ENOMEM;
+        if (!memchr(s, '%', len)) { /* nothing escaped: most fields, and every skip list */
+                memcpy(out, s, len);
+                out[len] = '\0';
+                *ret = out;
+                return 0;
+        }
+        for (size_t i = 0; i < len;) {
+                int hi, lo;
+                if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
+                        *o++ = (char)(hi * 16 + lo);
+                        i += 3;
                 } else
-                        *o++ = *s++;
+                        *o++ = s[i++];
         }
         *o = '\0';
-        return out;
+        *ret = out;
+        return 0;
+}
+
+int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
+{
+        struct bsg_record rec = {};
+        uint64_t maj, min, kind, reg, seed, hot;
+        const char *p = line, *s;
+        size_t len;
+        char fsid[37], dev_uuid[37];
+        int r;
+
+        /* MAJ:MIN */
+        if (!next_field(&p, &s, &len) || len >= 32)
+                return -EINVAL;
+        char num[32];
+        memcpy(num, s, len);
+        num[len] = '\0';
+        char *colon = strchr(num, ':');
+        if (!colon)
+                return -EINVAL;
+        *colon = '\0';
+        const char *q = num;
+        if (!bsg_field_u64(&q, &maj))
+                return -EINVAL;
+        q = colon + 1;
+        if (!bsg_field_u64(&q, &min) || maj > 0xfffff || min > 0xfffff)
+                return -EINVAL;
+        if (!bsg_field_u64(&p, &rec.diskseq) || !bsg_field_u64(&p, &rec.size) || !bsg_field_u64(&p, &kind) || kind > 3 ||
+            !bsg_field_u64(&p, &reg) || !bsg_field_u64(&p, &rec.devid) || !bsg_field_u64(&p, &rec.num_devices) ||
+            !bsg_field_u64(&p, &rec.generation) || !bsg_field_u64(&p, &seed) || !bsg_field_u64(&p, &hot))
+                return -EINVAL;
+        if (!next_field(&p, &s, &len) || len != 36)
+                return -EINVAL;
+        memcpy(fsid, s, 36);
+        fsid[36] = '\0';
+        if (bsg_uuid_parse(fsid, rec.fsid) < 0)
+                return -EINVAL;
+        if (!next_field(&p, &s, &len) || len != 36)
+                return -EINVAL;
+        memcpy(dev_uuid, s, 36);
+        dev_uuid[36] = '\0';
+        if (bsg_uuid_parse(dev_uuid, rec.dev_uuid) < 0)
+                return -EINVAL;
+        rec.devnum = makedev((unsigned)maj, (unsigned)min);
+        rec.kind = (enum bsg_record_kind)kind;
+        rec.registered = reg;
+        rec.seeding = seed;
+        rec.hotpluggable = hot;
+        if ((r = bsg_field_read(&p, &rec.partlabel)) < 0 || (r = bsg_field_read(&p, &rec.partuuid)) < 0 ||
+            (r = bsg_field_read(&p, &rec.storage_id)) < 0 || (r = bsg_field_read(&p, &rec.disk)) < 0 ||
+            (r = bsg_field_read(&p, &rec.devnode)) < 0)
+                goto fail;
+        if (!rec.devnode || rec.devnode[0] != '/') {
+                r = -EINVAL;
+                goto fail;
+        }
+        /* flags (bit 0: partitioned whole disk); lines written before they existed end here */
+        uint64_t flags = 0;
+        const char *q2 = p;
+        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 1 || next_field(&p, &s, &len))) {
+                r = -EINVAL;
+                goto fail;
+        }
+        rec.partitioned = flags & 1;
+        *ret_rec = rec;
+        return 0;
+fail:
+        bsg_record_done(&rec);
+        return r;
+}
+
+static void record_write(FILE *f, const struct bsg_record *rec)
+{
+        char fsid[37], dev_uuid[37];
+        bsg_uuid_format(rec->fsid, fsid);
+        bsg_uuid_format(rec->dev_uuid, dev_uuid);
+        fprintf(f, "%u:%u %" PRIu64 " %" PRIu64 " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %s %s ",
+                major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind, rec->registered,
+                rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->hotpluggable, fsid, dev_uuid);
+        bsg_field_write(f, rec->partlabel);
+        fputc(' ', f);
+        bsg_field_write(f, rec->partuuid);
+        fputc(' ', f);
+        bsg_field_write(f, rec->storage_id);
+        fputc(' ', f);
+        bsg_field_write(f, rec->disk);
+        fputc(' ', f);
+        bsg_field_write(f, rec->devnode);
+        fprintf(f, " %d", rec->partitioned ? 1 : 0);
+}
+
+int bsg_record_format(const struct bsg_record *rec, char **ret_line)
+{
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        record_write(f, rec);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret_line = buf;
+        return 0;
 }
 
 int bsg_state_load(const char *rundir, struct bsg_state *ret_state)
 {
         struct bsg_state st = {0};
+        bool skipped = false;
         _cleanup_free_ char *text = NULL;
         char path[4200];
         int r;
 
         snprintf(path, sizeof(path), "%s/devices", rundir);
-        r = bsg_read_file(path, STATE_MAX, &text, NULL);
+        r = bsg_read_file(path, STATE_TEXT_MAX, &text, NULL);
         if (r == -ENOENT || r == -ENOTDIR) {
+                st.changed = true; /* the first save makes the file: later events find an inventory */
                 *ret_state = st;
                 return 0;
         }
         if (r < 0)
                 return r;
         for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                unsigned maj, min, reg, seed;
-                uint64_t devid, num, gen;
-                char fsid[37], label[1024], node[4200];
-                struct bsg_record rec = {0};
+                struct bsg_record rec;
 
                 if (line[0] == '#')
                         continue;
-                if (sscanf(line, "%u:%u %u %" SCNu64 " %" SCNu64 " %" SCNu64 " %u %36s %1023s %4199s", &maj, &min,
-                           &reg, &devid, &num, &gen, &seed, fsid, label, node) != 10)
+                r = bsg_record_parse(line, &rec);
+                if (r == -EINVAL) {
+                        skipped = true; /* malformed or of the older format: rewritten without it */
                         continue;
-                if (bsg_uuid_parse(fsid, rec.fsid) < 0)
-                        continue;
-                char sys[64];
-                snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", maj, min);
-                if (access(sys, F_OK) < 0)
-                        continue; /* stale: the device is gone */
-                rec.devnum = makedev(maj, min);
-                rec.registered = reg;
-                rec.devid = devid;
-                rec.num_devices = num;
-                rec.generation = gen;
-                rec.seeding = seed;
-                rec.devnode = unescape(node);
-                rec.partlabel = streq(label, "%") ? NULL : unescape(label); /* "%": no label */
-                if (!rec.devnode || (!streq(label, "%") && !rec.partlabel) || bsg_state_put(&st, &rec) < 0) {
-                        free(rec.devnode);
-                        free(rec.partlabel);
-                        bsg_state_free(&st);
-                        return -ENOMEM;
                 }
-                free(rec.devnode);
-                free(rec.partlabel);
+                if (r < 0) {
+                        bsg_state_free(&st);
+                        return r;
+                }
+                /* records come sorted: append without a search when they do */
+                if (st.n == 0 || st.v[st.n - 1].devnum < rec.devnum) {
+                        if (st.n % 64 == 0) {
+                                struct bsg_record *nv = realloc(st.v, (st.n + 64) * sizeof(*nv));
+                                if (!nv) {
+                                        bsg_record_done(&rec);
+                                        bsg_state_free(&st);
+                                        return -ENOMEM;
+                                }
+                                st.v = nv;
+                        }
+                        st.v[st.n++] = rec;
+                        continue;
+                }
+                r = bsg_state_put(&st, &rec);
+                bsg_record_done(&rec);
+                if (r < 0) {
+                        bsg_state_free(&st);
+                        return r;
+                }
         }
+        st.changed = skipped; /* the puts of unsorted lines are no change of the inventory */
         *ret_state = st;
         return 0;
+}
+
+void bsg_state_drop_gone(struct bsg_state *state)
+{
+        for (size_t i = state->n; i > 0; i--) {
+                char sys[64];
+                snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u", major(state->v[i - 1].devnum),
+                         minor(state->v[i - 1].devnum));
+                if (access(sys, F_OK) < 0)
+                        bsg_state_remove(state, state->v[i - 1].devnum);
+        }
 }
 
 static int cmp_rec(const void *a, const void *b)
@@ -230,35 +426,15 @@ static int cmp_rec(const void *a, const void *b)
         return x->devnum < y->devnum ? -1 : x->devnum > y->devnum;
 }
 
-int bsg_state_save(const char *rundir, const struct bsg_state *state)
+/* Writes TEXT-producing callback output to PATH atomically (temporary file, fsync, rename). */
+int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, const void *data), const void *data)
 {
-        char path[4200], tmp[4220];
-        int r = mkdir_p(rundir);
-
-        if (r < 0)
-                return r;
-        snprintf(path, sizeof(path), "%s/devices", rundir);
-        snprintf(tmp, sizeof(tmp), "%s/.devices.tmp", rundir);
-        if (state->n > 0) /* qsort(NULL, 0, ...) is undefined */
-                qsort(state->v, state->n, sizeof(state->v[0]), cmp_rec);
+        int r;
         FILE *f = fopen(tmp, "we");
+
         if (!f)
                 return -errno;
-        fprintf(f, "# btrfs-scan-gate device state: MAJ:MIN registered devid num_devices generation seeding fsid partlabel devnode\n");
-        for (size_t i = 0; i < state->n; i++) {
-                const struct bsg_record *rec = &state->v[i];
-                char fsid[37];
-                bsg_uuid_format(rec->fsid, fsid);
-                fprintf(f, "%u:%u %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %s ", major(rec->devnum), minor(rec->devnum),
-                        rec->registered, rec->devid, rec->num_devices, rec->generation, rec->seeding, fsid);
-                if (rec->partlabel)
-                        escape(rec->partlabel, f);
-                else
-                        fputc('%', f); /* no label; a real '%' is always escaped */
-                fputc(' ', f);
-                escape(rec->devnode, f);
-                fputc('\n', f);
-        }
+        fill(f, data);
         if (fflush(f) != 0 || ferror(f)) {
                 r = -errno ?: -EIO;
                 fclose(f);
@@ -272,4 +448,203 @@ int bsg_state_save(const char *rundir, const struct bsg_state *state)
                 return r;
         }
         return 0;
+}
+
+static void fill_state(FILE *f, const void *data)
+{
+        const struct bsg_state *state = data;
+        fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
+              "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
+              "flags(1 partitioned disk)\n", f);
+        for (size_t i = 0; i < state->n; i++) {
+                record_write(f, &state->v[i]);
+                fputc('\n', f);
+        }
+}
+
+int bsg_state_save(const char *rundir, const struct bsg_state *state)
+{
+        char path[4200], tmp[4220];
+        int r;
+
+        if (!state->changed)
+                return 0;
+        r = mkdir_p(rundir);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "%s/devices", rundir);
+        snprintf(tmp, sizeof(tmp), "%s/.devices.tmp", rundir);
+        if (state->n > 0) /* qsort(NULL, 0, ...) is undefined */
+                qsort(state->v, state->n, sizeof(state->v[0]), cmp_rec);
+        return bsg_write_atomic(path, tmp, fill_state, state);
+}
+
+/* The device number a record line starts with ("MAJ:MIN "), or -EINVAL. */
+static int line_devnum(const char *p, const char *end, dev_t *ret)
+{
+        unsigned maj, min;
+        const char *e;
+
+        if (p >= end || *p < '0' || *p > '9' || bsg_parse_devnum(p, &maj, &min, &e) < 0 || e >= end || *e != ' ')
+                return -EINVAL;
+        *ret = makedev(maj, min);
+        return 0;
+}
+
+const char *bsg_sorted_lines_find(const char *begin, const char *end, dev_t devnum)
+{
+        const char *lo = begin, *hi = end;
+
+        /* lines starting in [lo, hi) are still candidates; lo and hi are line starts */
+        while (lo < hi) {
+                const char *mid = lo + (hi - lo) / 2, *nl;
+                dev_t d;
+
+                nl = mid > lo ? memrchr(lo, '\n', (size_t)(mid - lo)) : NULL;
+                mid = nl ? nl + 1 : lo;
+                if (line_devnum(mid, end, &d) < 0)
+                        return NULL; /* not a sorted record text: the caller reads it whole */
+                if (d == devnum)
+                        return mid;
+                if (d < devnum) {
+                        nl = memchr(mid, '\n', (size_t)(end - mid));
+                        lo = nl ? nl + 1 : end;
+                } else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+const char *bsg_state_text_find(const char *text, dev_t devnum)
+{
+        const char *p = text;
+
+        while (*p == '#') { /* the header comment */
+                p = strchr(p, '\n');
+                if (!p)
+                        return NULL;
+                p++;
+        }
+        return bsg_sorted_lines_find(p, p + strlen(p), devnum);
+}
+
+struct splice_data {
+        const char *text;
+        const struct bsg_splice *v;
+        size_t n;
+};
+
+static void fill_splice(FILE *f, const void *data)
+{
+        const struct splice_data *d = data;
+        size_t at = 0;
+
+        for (size_t i = 0; i < d->n; i++) {
+                fwrite(d->text + at, 1, d->v[i].start - at, f);
+                fputs(d->v[i].line, f);
+                at = d->v[i].end;
+        }
+        fputs(d->text + at, f);
+}
+
+int bsg_state_save_splice(const char *rundir, const char *text, const struct bsg_splice *v, size_t n)
+{
+        char path[4200], tmp[4220];
+        struct splice_data d = {text, v, n};
+
+        for (size_t i = 1; i < n; i++)
+                if (v[i].start < v[i - 1].end)
+                        return -EINVAL;
+        snprintf(path, sizeof(path), "%s/devices", rundir);
+        snprintf(tmp, sizeof(tmp), "%s/.devices.tmp", rundir);
+        return bsg_write_atomic(path, tmp, fill_splice, &d);
+}
+
+bool bsg_pending_any(const char *rundir)
+{
+        char dir[4200];
+        struct dirent *de;
+        bool any = false;
+        DIR *d;
+
+        snprintf(dir, sizeof(dir), "%s/pending", rundir);
+        d = opendir(dir);
+        if (!d)
+                return errno != ENOENT && errno != ENOTDIR; /* unreadable: assume some */
+        while (!any && (de = readdir(d)))
+                any = de->d_name[0] != '.';
+        closedir(d);
+        return any;
+}
+
+struct pending_data {
+        const struct bsg_record *rec;
+        dev_t devnum;
+};
+
+static void fill_pending(FILE *f, const void *data)
+{
+        const struct pending_data *d = data;
+        if (d->rec)
+                record_write(f, d->rec);
+        else
+                fprintf(f, "remove %u:%u", major(d->devnum), minor(d->devnum));
+        fputc('\n', f);
+}
+
+int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec)
+{
+        char dir[4200], path[4300], tmp[4320];
+        struct pending_data d = {rec, devnum};
+        int r;
+
+        snprintf(dir, sizeof(dir), "%s/pending", rundir);
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "%s/%u:%u", dir, major(devnum), minor(devnum));
+        snprintf(tmp, sizeof(tmp), "%s/.%u:%u.%d", dir, major(devnum), minor(devnum), (int)getpid());
+        return bsg_write_atomic(path, tmp, fill_pending, &d);
+}
+
+int bsg_pending_apply(const char *rundir, struct bsg_state *state)
+{
+        char dir[4200];
+        struct dirent *de;
+        int n = 0;
+        DIR *d;
+
+        snprintf(dir, sizeof(dir), "%s/pending", rundir);
+        d = opendir(dir);
+        if (!d)
+                return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+        while ((de = readdir(d))) {
+                char path[4500];
+                _cleanup_free_ char *text = NULL;
+                unsigned maj, min;
+                struct bsg_record rec;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                if (bsg_read_file(path, 16384, &text, NULL) >= 0) {
+                        text[strcspn(text, "\n")] = '\0';
+                        if (sscanf(text, "remove %u:%u", &maj, &min) == 2) {
+                                bsg_state_remove(state, makedev(maj, min));
+                                n++;
+                        } else if (bsg_record_parse(text, &rec) == 0) {
+                                /* the marker's device is what this helper registered if the record agrees */
+                                const struct bsg_record *old = bsg_state_find(state, rec.devnum);
+                                rec.registered = old && old->registered && old->kind == rec.kind &&
+                                                 memcmp(old->fsid, rec.fsid, BSG_UUID_SIZE) == 0 &&
+                                                 old->devid == rec.devid;
+                                if (bsg_state_put(state, &rec) >= 0)
+                                        n++;
+                                bsg_record_done(&rec);
+                        }
+                }
+                (void)unlink(path);
+        }
+        closedir(d);
+        return n;
 }

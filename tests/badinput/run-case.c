@@ -258,6 +258,18 @@ static void attach_loop_clone(void)
         char img[8300], cmd[8400];
         if (geteuid() != 0)
                 skip("this case needs root for a loop device");
+        /* A fsid of its own for this pair: the helper sweeps the host's real /sys/dev/block, where
+         * other tests' loop devices may hold copies of the same base image (CI found one). The test
+         * images hold little more than the superblock (btrfstune cannot open them): the fsid and
+         * dev_item.fsid are written in place and the checksum recomputed. */
+        unsigned char fsid[16];
+        FILE *u = fopen("/dev/urandom", "re");
+        if (!u || fread(fsid, 1, sizeof(fsid), u) != sizeof(fsid))
+                die("reading a random fsid: %s", strerror(errno));
+        fclose(u);
+        patch_dev(SB_OFFSET + 0x20, fsid, sizeof(fsid));  /* btrfs_super_block.fsid */
+        patch_dev(SB_OFFSET + 0x11b, fsid, sizeof(fsid)); /* .dev_item.fsid (0xc9 + 82) */
+        recsum();
         snprintf(img, sizeof(img), "%s/loop-backing", tdir);
         copy_file(dev, img);
         snprintf(cmd, sizeof(cmd), "losetup -f --show '%s' 2>&1", img);
@@ -577,7 +589,12 @@ static void setup(Case *c, char *directives)
         env_setf(c, "BSG_SHIM_REDIRECT=/sys/module/btrfs/parameters/skip_scan=%s", p);
         if (!strcmp(skipscan, "file") || !strcmp(skipscan, "ro") || !strcmp(skipscan, "erofs"))
                 write_file(p, "\n", 1);
-        else if (strcmp(skipscan, "missing"))
+        else if (!strcmp(skipscan, "missing")) {
+                /* an unpatched kernel before 6.7: no temp_fsid either (a temp_fsid kernel needs no list) */
+                snprintf(p, sizeof(p), "%s/no-temp-fsid", tdir);
+                env_setf(c, "BSG_SHIM_REDIRECT2=/sys/fs/btrfs/features/temp_fsid=%s", p);
+                snprintf(p, sizeof(p), "%s/skip_scan", tdir);
+        } else
                 die("skipscan=file|ro|erofs|missing");
         if (!strcmp(skipscan, "erofs")) /* writable by its mode, but the write fails */
                 env_set(c, "BSG_SHIM_EROFS_PATH=/sys/module/btrfs/parameters/skip_scan");

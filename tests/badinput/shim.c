@@ -11,11 +11,18 @@
  *                                              returns only the bytes before N, then 0 (end of
  *                                              device): the device vanished after open, its
  *                                              capacity dropped to 0 as on hot-unplug
+ *   BSG_SHIM_FACE_PATH=P, BSG_SHIM_FACE_FILE=F  read()/pread() on a descriptor opened from P return
+ *                                              the bytes of F at the same offset: a device that
+ *                                              shows this process other bytes than the kernel's
+ *                                              reads get (preadv2() is not wrapped: its RWF_NOWAIT
+ *                                              read is the page cache the kernel filled, no device
+ *                                              read the device could answer differently)
  *   BSG_SHIM_VANISH_PATH=P                     stat() works, open() fails with ENOENT (the node
  *                                              vanished between enumeration and open)
  *   BSG_SHIM_SWAP_LINK=L, BSG_SHIM_SWAP_TARGET=T  after the first stat/lstat/realpath/readlink/
  *                                              access of symlink L, L is atomically re-pointed at T
  *   BSG_SHIM_REDIRECT=FROM=TO                  open()/fopen()/stat() of FROM use TO instead
+ *   BSG_SHIM_REDIRECT2=FROM=TO                 a second one
  *   BSG_SHIM_EROFS_PATH=P                      opening P for writing fails with EROFS
  *   BSG_SHIM_LOG=F                             one line per fault injected, appended to F
  * The test runner checks BSG_SHIM_LOG to prove the fault was actually reached. */
@@ -36,7 +43,7 @@
 #include <unistd.h>
 
 #define MAX_FD 4096
-enum { FD_EIO = 1, FD_BLOCK = 2, FD_SHORT = 3 };
+enum { FD_EIO = 1, FD_BLOCK = 2, FD_SHORT = 3, FD_FACE = 4 };
 static unsigned char fd_kind[MAX_FD];
 static int swapped;
 
@@ -71,13 +78,14 @@ static int env_is(const char *var, const char *path)
 
 static const char *redirect(const char *path)
 {
-        const char *v = getenv("BSG_SHIM_REDIRECT");
-        if (!v || !path)
-                return path;
-        const char *eq = strchr(v, '=');
-        if (!eq || strlen(path) != (size_t)(eq - v) || strncmp(v, path, eq - v) != 0)
-                return path;
-        return eq + 1;
+        static const char *const vars[] = {"BSG_SHIM_REDIRECT", "BSG_SHIM_REDIRECT2"};
+        for (size_t i = 0; path && i < sizeof(vars) / sizeof(vars[0]); i++) {
+                const char *v = getenv(vars[i]);
+                const char *eq = v ? strchr(v, '=') : NULL;
+                if (eq && strlen(path) == (size_t)(eq - v) && strncmp(v, path, eq - v) == 0)
+                        return eq + 1;
+        }
+        return path;
 }
 
 static void maybe_swap(const char *path)
@@ -121,6 +129,8 @@ static int after_open(const char *path, int fd)
                         fd_kind[fd] = FD_BLOCK;
                 else if (env_is("BSG_SHIM_SHORT_PATH", path))
                         fd_kind[fd] = FD_SHORT;
+                else if (env_is("BSG_SHIM_FACE_PATH", path))
+                        fd_kind[fd] = FD_FACE;
         }
         return fd;
 }
@@ -242,9 +252,27 @@ static size_t clamp(int fd, off_t off, size_t len)
         return off >= end ? 0 : (size_t)(end - off);
 }
 
+/* FD_FACE: the bytes of BSG_SHIM_FACE_FILE at OFF instead of the device's. Returns -2 for another fd. */
+static ssize_t other_face(int fd, void *buf, size_t len, off_t off)
+{
+        if (fd < 0 || fd >= MAX_FD || fd_kind[fd] != FD_FACE)
+                return -2;
+        REAL(int, open, const char *, int, ...);
+        REAL(ssize_t, pread, int, void *, size_t, off_t);
+        REAL(int, close, int);
+        const char *f = getenv("BSG_SHIM_FACE_FILE");
+        int ffd = f ? real_open(f, O_RDONLY | O_CLOEXEC) : -1;
+        if (ffd < 0)
+                return -1;
+        ssize_t n = real_pread(ffd, buf, len, off);
+        real_close(ffd);
+        shim_log("face", getenv("BSG_SHIM_FACE_PATH"));
+        return n;
+}
+
 static int fault(int fd, off_t off, size_t len)
 {
-        if (fd < 0 || fd >= MAX_FD || !fd_kind[fd] || fd_kind[fd] == FD_SHORT)
+        if (fd < 0 || fd >= MAX_FD || !fd_kind[fd] || fd_kind[fd] == FD_SHORT || fd_kind[fd] == FD_FACE)
                 return 0;
         if (fd_kind[fd] == FD_BLOCK) {
                 block_forever(fd);
@@ -264,6 +292,9 @@ static int fault(int fd, off_t off, size_t len)
 ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {
         REAL(ssize_t, pread, int, void *, size_t, off_t);
+        ssize_t n = other_face(fd, buf, len, off);
+        if (n != -2)
+                return n;
         if (fault(fd, off, len) < 0)
                 return -1;
         return real_pread(fd, buf, clamp(fd, off, len), off);
@@ -271,6 +302,9 @@ ssize_t pread(int fd, void *buf, size_t len, off_t off)
 ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 {
         REAL(ssize_t, pread64, int, void *, size_t, off_t);
+        ssize_t n = other_face(fd, buf, len, off);
+        if (n != -2)
+                return n;
         if (fault(fd, off, len) < 0)
                 return -1;
         return real_pread64(fd, buf, clamp(fd, off, len), off);
@@ -278,6 +312,13 @@ ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 ssize_t read(int fd, void *buf, size_t len)
 {
         REAL(ssize_t, read, int, void *, size_t);
+        if (fd >= 0 && fd < MAX_FD && fd_kind[fd] == FD_FACE) {
+                off_t off = lseek(fd, 0, SEEK_CUR);
+                ssize_t n = other_face(fd, buf, len, off < 0 ? 0 : off);
+                if (n > 0)
+                        (void)lseek(fd, n, SEEK_CUR);
+                return n;
+        }
         if (fd >= 0 && fd < MAX_FD && fd_kind[fd]) {
                 off_t off = lseek(fd, 0, SEEK_CUR);
                 if (fault(fd, off < 0 ? 0 : off, len) < 0)

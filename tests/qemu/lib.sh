@@ -3,11 +3,13 @@
 # (tests/qemu/udev/, tests/qemu/hardening/, bench/kernel/). See tests/qemu/README.md.
 #
 #   qemu_kernel KVER_SERIES          sets QK_ROOT, QK_KERNEL, QK_KVER for "6.1" or "6.12"
-#   qemu_btrfs_ko stock|patched      prints the btrfs.ko to use (builds+caches the patched one)
+#   qemu_btrfs_ko stock|patched      prints the btrfs.ko to use (builds+caches the patched one;
+#                                    env BSG_BTRFS_KO=PATH: that patched module instead)
 #   qemu_make_disks LAYOUT DIR       writes DIR/disk0.img ... and DIR/disks.args (qemu -drive args)
 #   qemu_initramfs CASE OUT KO [MODPARAMS]   busybox+btrfs-progs initramfs running CASE as /case.sh;
 #                                    extra files: env QEMU_EXTRA_FILES="src:dst src:dst" (dst in guest),
-#                                    extra binaries with their libraries: QEMU_EXTRA_BINS="path ..."
+#                                    extra binaries with their libraries: QEMU_EXTRA_BINS="path ...";
+#                                    modules of the image after btrfs: kmods='a b' in CASE's header
 #   qemu_boot INITRD LOG DIR [QEMU ARGS...]  boots with DIR/disks.args; console to LOG
 #   qemu_verdict LOG                 prints the case's exit status from the console (or 124/125)
 
@@ -141,6 +143,13 @@ qemu_btrfs_ko() {
     stock) find "$QK_ROOT/lib/modules/$QK_KVER" -name 'btrfs.ko*' | head -n 1 ;;
     patched)
         [ "$QK_SERIES" = 6.1 ] || { qemu_log "patched module exists for 6.1 only"; return 1; }
+        # BSG_BTRFS_KO=PATH: boot this patched btrfs.ko instead of the harness's own build
+        # (tests/packaging/dkms-qemu-smoke hands it the module dkms built)
+        if [ -n "${BSG_BTRFS_KO:-}" ]; then
+            [ -e "$BSG_BTRFS_KO" ] || { qemu_log "BSG_BTRFS_KO=$BSG_BTRFS_KO does not exist"; return 1; }
+            echo "$BSG_BTRFS_KO"
+            return 0
+        fi
         qemu_build_patched
         ;;
     *) qemu_log "unknown module '$1'"; return 1 ;;
@@ -161,7 +170,8 @@ qemu_module_order() {
         echo "$m"
     }
     local want m
-    for want in virtio_pci virtio_blk crc32c_generic btrfs; do
+    # QEMU_EXTRA_MODULES: more drivers by file name (the USB mass-storage stack of `steamos-usb`)
+    for want in virtio_pci virtio_blk crc32c_generic ${QEMU_EXTRA_MODULES:-} btrfs; do
         m=$(grep -oE "^[^:]*/$want\.ko(\.[a-z]+)?:" "$dep" | tr -d :)
         [ -n "$m" ] && _qmo_visit "$m"   # empty: built in
     done
@@ -205,7 +215,8 @@ qemu_make_disks() {
         ' "$@"
     }
     mkdir -p "$d"
-    rm -f "$d"/disk*.img
+    rm -f "$d"/disk*.img "$d/modules.extra"
+    local usb_disk=''
     case $layout in
     clone2)
         truncate -s $size "$d/disk0.img"
@@ -261,11 +272,16 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk3.img"
         serials=(clone-a clone-b clone-c sb-swap)
         ;;
-    steamos|steamos-ab)
+    steamos|steamos-ab|steamos-usb|steamos-2disk)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
         # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
         # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
         # holds esp, rootfs-A, var-A, home; disk1 (serial steamos-b) holds rootfs-B, var-B.
+        # `steamos-usb`: the `steamos` disk plus a USB mass-storage disk (qemu-xhci + usb-storage,
+        # serial usb0, removable=off: only its sysfs path says usb) with one GPT partition
+        # `rootfs-A` holding a copy of rootfs whose superblock generation is 5 higher (crafted media).
+        # `steamos-2disk`: the `steamos` disk plus a second fixed virtio disk (serial steamos-copy)
+        # with partitions rootfs-A and rootfs-B holding the same rootfs (copies, same labels).
         # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
         local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
         local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
@@ -281,6 +297,17 @@ qemu_make_disks() {
         if [ "$layout" = steamos ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home")
             serials=(steamos)
+        elif [ "$layout" = steamos-usb ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home" "rootfs-A")
+            serials=(steamos usb0)
+            usb_disk=1
+            cp --sparse=always "$d/fs/rootfs.img" "$d/fs/rootfs-usb.img"
+            _qemu_sb_edit "$d/fs/rootfs-usb.img" 65536 gen_add=5
+            # usb-storage, sd_mod and the USB host driver; CRC providers the t10-pi chain asks for
+            echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
+        elif [ "$layout" = steamos-2disk ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home" "rootfs-A rootfs-B")
+            serials=(steamos steamos-copy)
         else
             parts=("esp rootfs-A var-A home" "rootfs-B var-B")
             serials=(steamos-a steamos-b)
@@ -292,6 +319,7 @@ qemu_make_disks() {
             local -a sg=(-U "5c1a6e2f-0d3b-4c1e-9a7f-00000000d15$i")
             for label in ${parts[$i]}; do
                 p=$d/fs/${label%-[AB]}.img
+                [ "$i" = "${usb_disk:-}" ] && p=$d/fs/rootfs-usb.img
                 # fixed partition GUIDs ...-<disk><partition number>; one sgdisk call (each costs 1 s)
                 sg+=(-n "$n:$start:+$(( $(stat -c %s "$p") / 1024 ))K" -c "$n:$label"
                     -t "$n:$([ "$label" = esp ] && echo ef00 || echo 8300)"
@@ -309,11 +337,18 @@ qemu_make_disks() {
     *) qemu_log "unknown disk layout '$layout'"; return 1 ;;
     esac
     : >"$d/disks.args"
+    local nvirtio=0
     for i in "${!serials[@]}"; do
+        if [ "$i" = "${usb_disk:-}" ]; then
+            printf -- '-device\nqemu-xhci,id=xhci\n-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nusb-storage,bus=xhci.0,drive=d%d,removable=off,serial=%s\n' \
+                "$d/disk$i.img" "$i" "$i" "${serials[$i]}" >>"$d/disks.args"
+            continue
+        fi
         printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nvirtio-blk-pci,drive=d%d,serial=%s\n' \
             "$d/disk$i.img" "$i" "$i" "${serials[$i]}" >>"$d/disks.args"
+        nvirtio=$((nvirtio + 1))
     done
-    echo "${#serials[@]}" >"$d/disks.count"
+    echo "$nvirtio" >"$d/disks.count"
 }
 
 _qemu_copy_bin() { # ROOT BINARY [DEST]: binary plus its shared libraries and the loader
@@ -331,6 +366,7 @@ _qemu_copy_bin() { # ROOT BINARY [DEST]: binary plus its shared libraries and th
 qemu_initramfs() {
     local case=$1 out=$2 ko=$3 modparams=${4:-} r m b f ndisks
     ndisks=$(cat "${QEMU_DISKDIR:-/nonexistent}/disks.count" 2>/dev/null || echo 0)
+    local QEMU_EXTRA_MODULES=${QEMU_EXTRA_MODULES:-$(cat "${QEMU_DISKDIR:-/nonexistent}/modules.extra" 2>/dev/null)}
     r=$(mktemp -d "${TMPDIR:-/var/tmp}/initramfs.XXXXXX")
     mkdir -p "$r"/{bin,sbin,lib,lib64,proc,sys,dev,tmp,run,mnt,modules,etc}
     cp "$(command -v busybox)" "$r/bin/busybox"
@@ -359,6 +395,18 @@ qemu_initramfs() {
         esac
         echo "$b" >>"$r/modules/order"
     done
+    # modules of the image a case asks for in its header (kmods='overlay'), loaded after btrfs
+    : >"$r/modules/extra"
+    for b in $(sed -n "s/^# qemu-case:.*kmods='\([^']*\)'.*/\1/p" "$case" | head -n 1); do
+        src=$(find "$QK_ROOT/lib/modules/$QK_KVER" -name "$b.ko*" | head -n 1)
+        [ -n "$src" ] || { qemu_log "no module $b in the image"; rm -rf "$r"; return 1; }
+        case $src in
+        *.xz) xz -dc "$src" >"$r/modules/$b.ko" ;;
+        *.zst) zstd -qdc "$src" >"$r/modules/$b.ko" ;;
+        *) cp "$src" "$r/modules/$b.ko" ;;
+        esac
+        echo "$b" >>"$r/modules/extra"
+    done
     cp "$QEMU_HERE/guest-lib.sh" "$r/lib/guest-lib.sh"
     cp "$case" "$r/case.sh"
     cat >"$r/init" <<EOF
@@ -370,6 +418,7 @@ for m in \$(cat /modules/order); do
     if [ "\$m" = btrfs ]; then insmod /modules/btrfs.ko $modparams; else insmod /modules/\$m.ko; fi ||
         echo "guest: insmod \$m failed"
 done
+for m in \$(cat /modules/extra); do insmod /modules/\$m.ko || echo "guest: insmod \$m failed"; done
 n=0
 while [ \$(ls /sys/block | grep -c '^vd') -lt $ndisks ] && [ \$n -lt 200 ]; do sleep 0.1; n=\$((n + 1)); done
 echo "CASE-START"
@@ -383,6 +432,8 @@ EOF
     rm -rf "$r"
 }
 
+# no_timer_check: on a loaded host the guest's IO-APIC timer check under TCG can fail and panic
+# at boot ("IO-APIC + timer doesn't work!", measured during a full ctest -L qemu -j2 run)
 qemu_boot() {
     local initrd=$1 log=$2 d=$3 t=${QEMU_TIMEOUT:-300}
     shift 3
@@ -390,7 +441,7 @@ qemu_boot() {
     [ -e "$d/disks.args" ] && mapfile -t disks <"$d/disks.args"
     timeout --foreground -k 5 "$t" qemu-system-x86_64 -cpu max -smp 2 -m 1024 -nographic -no-reboot \
         -nic none -kernel "$QK_KERNEL" -initrd "$initrd" \
-        -append "console=ttyS0 quiet panic=-1 oops=panic ${QEMU_APPEND:-}" \
+        -append "console=ttyS0 quiet panic=-1 oops=panic no_timer_check ${QEMU_APPEND:-}" \
         "${disks[@]}" "$@" >"$log" 2>&1 </dev/null
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -159,6 +160,18 @@ static int kernel_forget(const char *path)
         return found || path[0] == '\0' ? 0 : -ENOENT;
 }
 
+/* The patched kernel: a non-mount scan of a device listed in skip_scan registers nothing. */
+static gboolean kernel_skip_listed(const char *path)
+{
+        g_autofree char *file = g_build_filename(tb_root, "sys/module/btrfs/parameters/skip_scan", NULL);
+        g_autofree char *list = NULL;
+        if (!g_file_get_contents(file, &list, NULL, NULL))
+                return FALSE;
+        g_strchomp(list);
+        g_auto(GStrv) items = g_strsplit(list, ",", -1);
+        return g_strv_contains((const char *const *)items, path);
+}
+
 static gboolean on_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client, gpointer user)
 {
         gulong request = umockdev_ioctl_client_get_request(client);
@@ -206,6 +219,11 @@ static gboolean on_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *cl
                 if (!kernel_read_super(args.name, &sb)) {
                         ret = -1;
                         err = EINVAL;
+                } else if (kernel_skip_listed(args.name)) {
+                        /* skipped: DEVICES_READY answers from the superblock alone */
+                        g_ptr_array_add(kern.log, g_strdup_printf("SKIPPED %s", args.name));
+                        if (request == BTRFS_IOC_DEVICES_READY)
+                                ret = sb.num_devices == 1 ? 0 : 1;
                 } else {
                         int r = kernel_register(args.name, &sb);
                         if (r < 0) {
@@ -293,6 +311,8 @@ typedef struct {
         gboolean removable;
         Mutation mut;
         const char *devname; /* devnode override, e.g. /dev/mapper/a,b */
+        gboolean kernel_uevent; /* sysfs uevent holds only the kernel's keys (no ID_*), as on a real
+                                 * machine; the event's environment still has udev's */
 } DevSpec;
 
 typedef struct {
@@ -476,6 +496,13 @@ static void world_add(Fixture *f, const DevSpec *s)
                         parent = g_hash_table_lookup(f->syspaths, s->disk);
                 }
         }
+        if (s->kernel_uevent) /* a real kernel's uevent file: no udev properties */
+                for (guint i = 0; i + 1 < props->len;) {
+                        if (g_str_has_prefix(props->pdata[i], "ID_"))
+                                g_ptr_array_remove_range(props, i, 2);
+                        else
+                                i += 2;
+                }
         g_ptr_array_add(props, NULL);
 
         char *syspath;
@@ -692,6 +719,8 @@ static const char *kv(const Run *r, const char *key)
         return g_hash_table_lookup(r->kv, key);
 }
 
+static const char *next_action = "add"; /* ACTION of the next udev invocation */
+
 static char **helper_env(Fixture *f, const DevSpec *s)
 {
         char **env = g_get_environ();
@@ -707,9 +736,11 @@ static char **helper_env(Fixture *f, const DevSpec *s)
                 g_autofree char *bytes = image_bytes(s, &len, &info);
                 g_autoptr(GPtrArray) props = device_props(s, &info);
                 const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
-                env = g_environ_setenv(env, "ACTION", "add", TRUE);
+                env = g_environ_setenv(env, "ACTION", next_action, TRUE);
                 env = g_environ_setenv(env, "SUBSYSTEM", "block", TRUE);
-                env = g_environ_setenv(env, "DEVPATH", syspath + strlen("/sys"), TRUE);
+                /* a removed device: udev still names its (gone) path */
+                g_autofree char *gone = g_strdup_printf("/devices/virtual/block/%s", s->node);
+                env = g_environ_setenv(env, "DEVPATH", syspath ? syspath + strlen("/sys") : gone, TRUE);
                 env = g_environ_setenv(env, "SEQNUM", "4242", TRUE);
                 for (guint i = 0; i + 1 < props->len; i += 2)
                         env = g_environ_setenv(env, props->pdata[i], props->pdata[i + 1], TRUE);
@@ -900,8 +931,11 @@ static void test_steamos_udev(Fixture *f, gconstpointer data)
         assert_kv(&r, "SLOT_ACTIVE", "1");
         g_assert_null(kv(&r, "UDISKS_IGNORE")); /* only for an inactive-slot clone */
         if (p->active) {
+                /* the first event (no inventory yet) read every device and registered it; its own
+                 * add event finds it current and registered: no second kernel read */
                 g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
-                g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
+                assert_kv(&r, "ACTION", "registered");
+                g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 1);
         } else
                 g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 0);
         run_clear(&r);
@@ -983,7 +1017,94 @@ static void test_steamos_slot_from_cmdline(Fixture *f, gconstpointer data)
         assert_kv(&r, "SLOT_ACTIVE", "0");
         assert_kv(&r, "DECISION", "skip");
         run_clear(&r);
-        assert_registry("/dev/sda5");
+        /* each event reconciles every device: var-B and home are scanned before their own events */
+        assert_registry("/dev/sda5,/dev/sda7,/dev/sda8");
+}
+
+/* root=PARTUUID= after `boot`: boot runs before udev's database exists and the kernel's uevent file
+ * has no partition UUID, so only the root partition's own `add` event (whose entry is current: no
+ * read) brings it. A later event of the clone must find it in the inventory and know the active
+ * slot. Failed before the add event's names were recorded: the clone printed no SLOT_ACTIVE. */
+static void test_slot_partuuid_after_boot(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A",
+                 .kernel_uevent = TRUE},
+                {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B",
+                 .kernel_uevent = TRUE},
+        };
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa0-0000-4000-8000-000000000004 ro");
+        run_boot(f);
+        run_udev(f, &parts[0], &r, FALSE); /* add, entry current */
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        run_clear(&r);
+        next_action = "change";
+        run_udev(f, &parts[1], &r, FALSE);
+        next_action = "add";
+        assert_kv(&r, "SLOT", "B");
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        run_clear(&r);
+}
+
+/* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
+ * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
+ * so slot A is active and owns the links; B is demoted. */
+static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "efi-A"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "rootfs", .partlabel = "rootfs-B"},
+        };
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa1-0000-4000-8000-000000000001 ro "
+                       "steamos.efi=PARTUUID=00000fa0-0000-4000-8000-000000000001");
+        run_boot(f);
+        run_udev(f, &parts[1], &r, FALSE);
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        g_assert_null(kv(&r, "UDISKS_IGNORE"));
+        run_clear(&r);
+        run_udev(f, &parts[2], &r, FALSE);
+        assert_kv(&r, "SLOT", "B");
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+        run_clear(&r);
+}
+
+/* --write-modprobe and --print-cmdline name partitions by PARTUUID: the next boot's /dev/sdX may
+ * differ (the duplicate-PARTUUID rule is a unit/plan row). */
+static void test_slot_stable_skip_list(Fixture *f, gconstpointer data)
+{
+        const char *args[] = {"boot", "--write-modprobe", NULL, "--print-cmdline", NULL};
+        g_autofree char *file = g_build_filename(f->dir, "btrfs-scan-gate-modprobe.conf", NULL);
+        g_autofree char *text = NULL;
+        Run r;
+
+        steamos_prepare(f, &skip_all);
+        args[2] = file;
+        run_helper(f, &r, args);
+        /* sda4 rootfs-A, sda5 rootfs-B, sda6 var-A, sda7 var-B (fake major 4000 = 0xfa0) */
+        const char *want = "PARTUUID=00000fa0-0000-4000-8000-000000000004,"
+                           "PARTUUID=00000fa0-0000-4000-8000-000000000005,"
+                           "PARTUUID=00000fa0-0000-4000-8000-000000000006,"
+                           "PARTUUID=00000fa0-0000-4000-8000-000000000007";
+        g_assert_cmpstr(kv(&r, "btrfs.skip_scan"), ==, want);
+        run_clear(&r);
+        g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+        g_autofree char *line = g_strdup_printf("options btrfs skip_scan=%s\n", want);
+        g_assert_nonnull(strstr(text, line));
+        /* the run-time list keeps the paths the kernel resolves now */
+        assert_skip_scan("/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7");
 }
 
 /* RAUC: the bootloader says rauc.slot=A|B; partition labels rootfs_a/rootfs_b. */
@@ -1094,7 +1215,8 @@ static void test_raid_plain(Fixture *f, gconstpointer data)
         run_udev(f, &raid[1], &r, FALSE);
         assert_kv(&r, "DECISION", "scan");
         assert_kv(&r, "REASON", "multi-device");
-        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0");
+        /* the first event read both (no inventory yet) and reconciled both: the fs is complete */
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
         run_clear(&r);
         run_udev(f, &raid[0], &r, FALSE);
         assert_kv(&r, "REASON", "multi-device");
@@ -1149,6 +1271,26 @@ static void test_usb_hijack(Fixture *f, gconstpointer data)
         g_assert_null(strstr(reg, "/dev/sdg"));
         /* the mounted root is still registered under its own path */
         g_assert_nonnull(strstr(reg, "/dev/sda4"));
+}
+
+/* A system booted from a USB stick, its root mounted as /dev/root (mountinfo's name, not the
+ * stick's): the stick is the mounted filesystem itself, found by identity (/sys/fs/btrfs/<fsid>/
+ * devices/), so it is neither taken for a hijacking clone nor listed in skip_scan. */
+static void test_usb_root_self(Fixture *f, gconstpointer data)
+{
+        static const DevSpec usb_root = {.node = "sdg", .image = "rootfs", .removable = TRUE};
+        const char *mounts[] = {"/dev/root", "/", NULL};
+        Run r;
+
+        world_add(f, &usb_root);
+        kernel_mount(f, &usb_root);
+        set_mountinfo(f, mounts);
+        run_boot(f);
+        run_udev(f, &usb_root, &r, FALSE);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_REASON"), !=, "removable-clone-of-mounted");
+        assert_kv(&r, "DECISION", "scan");
+        run_clear(&r);
+        assert_skip_scan("");
 }
 
 /* No skip_scan parameter: the helper says so, decides the same, and exits 0 for udev. */
@@ -1484,10 +1626,16 @@ static void permutations(Fixture *f, const Policy *p, OrderMode mode)
         Outcome first = {0};
         int count = 0;
         do {
+                /* under valgrind every 4th order (6 of 24: each device comes first at least once);
+                 * the plain and ASan runs play all 24 */
+                if (under_wrapper && count % 4 != 0) {
+                        count++;
+                        continue;
+                }
                 Outcome o = {0};
                 g_autofree char *desc = order_string(four, order, 4);
                 play_order(f, p, four, order, 4, mode, &o);
-                if (count == 0)
+                if (!first.registry)
                         first = (Outcome){g_strdup(o.registry), g_strdup(o.skip)};
                 check_outcome(&o, &first, desc, p->active ? "/dev/sda4,/dev/sda6" : "",
                               p->active ? "/dev/sda5,/dev/sda7" : "/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7");
@@ -1636,6 +1784,456 @@ static void test_concurrent_clones(Fixture *f, gconstpointer data)
         }
 }
 
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Lost actions (issue 9): each made good by the next holder of the lock.                           */
+
+/* `btrfs device scan` run by someone else: the patched kernel registers every btrfs device that
+ * skip_scan does not list. */
+static void external_scan(const DevSpec *devs, int n)
+{
+        g_mutex_lock(&kern.lock);
+        for (int i = 0; i < n; i++) {
+                g_autofree char *path = devnode_of(&devs[i]);
+                g_autofree char *file = tb_path(path);
+                KDev sb = {0};
+                if (!g_file_test(file, G_FILE_TEST_EXISTS) || !kernel_read_super(path, &sb))
+                        continue;
+                g_ptr_array_add(kern.log, g_strdup_printf("EXTERNAL_SCAN %s", path));
+                if (!kernel_skip_listed(path))
+                        (void)kernel_register(path, &sb);
+        }
+        g_mutex_unlock(&kern.lock);
+}
+
+/* Unplugs S: gone from sysfs and /dev, its registration (if any) dropped as the kernel does. */
+static void world_remove(Fixture *f, const DevSpec *s)
+{
+        g_autofree char *devnode = devnode_of(s);
+        g_autofree char *file = tb_path(devnode);
+        const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
+        g_assert_nonnull(syspath);
+        umockdev_testbed_uevent(tb, syspath, "remove");
+        umockdev_testbed_remove_device(tb, syspath);
+        g_hash_table_remove(f->syspaths, s->node);
+        (void)unlink(file);
+        g_mutex_lock(&kern.lock);
+        (void)kernel_forget(devnode);
+        g_mutex_unlock(&kern.lock);
+}
+
+/* The helper for S with udev's ACTION=ACTION (the node may be gone: remove). */
+static void run_udev_action(Fixture *f, const DevSpec *s, const char *action, const char *const *extra, Run *r)
+{
+        g_autofree char *devnode = devnode_of(s);
+        g_autoptr(GPtrArray) a = g_ptr_array_new();
+        for (int i = 0; extra && extra[i]; i++)
+                g_ptr_array_add(a, (gpointer)extra[i]);
+        g_ptr_array_add(a, "udev");
+        g_ptr_array_add(a, devnode);
+        g_ptr_array_add(a, NULL);
+        next_action = action;
+        run_helper_env(f, s, r, (const char *const *)a->pdata);
+        next_action = "add";
+        g_assert_cmpint(r->status, ==, 0);
+}
+
+/* Holds the helper's lock, as a stuck invocation would. Returns the fd (close to release). */
+static int hold_lock(Fixture *f)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "lock", NULL);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
+        return fd;
+}
+
+static const DevSpec pair_a = {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"};
+static const DevSpec pair_b = {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B"};
+/* another disk whose partition reuses the name /dev/sda5 (a replug enumerated differently) */
+static const DevSpec reused_name = {.node = "sdg1", .disk = "sdg", .partn = 1, .image = "home", .partlabel = "home",
+                                    .devname = "/dev/sda5"};
+static const DevSpec var_dev = {.node = "sda6", .disk = "sda", .partn = 6, .image = "var", .partlabel = "var-A"};
+static const DevSpec home_dev = {.node = "sda8", .disk = "sda", .partn = 8, .image = "home", .partlabel = "home"};
+
+/* Bullet 1: a device that just left the skip list (its name reused by another device) is scanned
+ * only after the list no longer names it: the skip list is written first. */
+static void test_lost_left_skip_list(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add(f, &pair_a);
+        world_add(f, &pair_b);
+        run_boot(f);
+        assert_skip_scan("/dev/sda4,/dev/sda5");
+        /* sda5 unplugged, its remove event lost; a new disk gets the name /dev/sda5 */
+        g_autofree char *file = tb_path("/dev/sda5");
+        (void)unlink(file);
+        umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, pair_b.node));
+        g_hash_table_remove(f->syspaths, pair_b.node);
+        world_add(f, &reused_name);
+        world_uevent(f, &reused_name, "add");
+        run_udev_action(f, &reused_name, "add", NULL, &r);
+        assert_kv(&r, "DECISION", "scan");
+        g_assert_cmpuint(kernel_count("SKIPPED", "/dev/sda5"), ==, 0);
+        run_clear(&r);
+        g_autofree char *reg = registry_string();
+        g_auto(GStrv) regv = g_strsplit(reg, ",", -1);
+        if (!g_strv_contains((const char *const *)regv, "/dev/sda5")) {
+                g_autofree char *log = kernel_log_string();
+                g_test_message("fake kernel log: %s", log);
+        }
+        g_assert_true(g_strv_contains((const char *const *)regv, "/dev/sda5"));
+}
+
+/* Devices that appear after the inventory exists, before their own events ran (the initramfs: an
+ * early event made the inventory before the slot disks probed; a hot-plugged disk whose partitions
+ * come together): the first of their events reads them all, so the first copy of a clone is never
+ * taken for unique and scanned, in either order. Each device is read once in all. */
+static void test_lost_late_disks(Fixture *f, gconstpointer data)
+{
+        static const DevSpec late_a = {.node = "sdc4", .disk = "sdc", .partn = 4, .image = "rootfs",
+                                       .partlabel = "rootfs-A"};
+        static const DevSpec late_b = {.node = "sdd5", .disk = "sdd", .partn = 5, .image = "rootfs",
+                                       .partlabel = "rootfs-B"};
+        gboolean b_first = g_str_equal(data, "b-first");
+        const DevSpec *first = b_first ? &late_b : &late_a, *second = b_first ? &late_a : &late_b;
+        Run r;
+
+        world_add(f, &var_dev);
+        run_udev_quiet(f, &var_dev); /* no boot: this event makes the inventory */
+        world_add(f, &late_a);
+        world_add(f, &late_b);
+        world_uevent(f, first, "add");
+        run_udev(f, first, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "clone");
+        run_clear(&r);
+        world_uevent(f, second, "add");
+        run_udev(f, second, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "clone");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdc4"), ==, 0);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdd5"), ==, 0);
+        assert_skip_scan("/dev/sdc4,/dev/sdd5");
+}
+
+/* Bullet 2: an event that times out on the lock loses nothing: the next event scans its device. */
+static void test_lost_lock_timeout(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *fast[] = {"--timeout", "1", NULL};
+        world_add(f, &var_dev);
+        run_boot(f);
+        world_add(f, &home_dev);
+        world_uevent(f, &home_dev, "add");
+        int fd = hold_lock(f);
+        run_udev_action(f, &home_dev, "add", fast, &r);
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ERROR"), "lock-timeout"));
+        run_clear(&r);
+        close(fd);
+        assert_registry("/dev/sda6");
+        /* an unrelated event (change of var-A) holds the lock next */
+        run_udev_action(f, &var_dev, "change", NULL, &r);
+        run_clear(&r);
+        assert_registry("/dev/sda6,/dev/sda8");
+}
+
+/* Bullet 3: the remove event of a twin re-decides the copy that remains. */
+static void test_lost_remove(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add(f, &pair_a);
+        world_add(f, &pair_b);
+        run_boot(f);
+        run_udev_quiet(f, &pair_a);
+        run_udev_quiet(f, &pair_b);
+        assert_registry("");
+        world_remove(f, &pair_b);
+        run_udev_action(f, &pair_b, "remove", NULL, &r);
+        run_clear(&r);
+        assert_skip_scan("");
+        assert_registry("/dev/sda4");
+}
+
+/* The reconcile verb makes good a scan lost to a lock timeout, with no event after it. */
+static void test_lost_reconcile_verb(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *fast[] = {"--timeout", "1", NULL};
+        const char *reconcile[] = {"reconcile", NULL};
+        world_add(f, &var_dev);
+        run_boot(f);
+        world_add(f, &home_dev);
+        int fd = hold_lock(f);
+        run_udev_action(f, &home_dev, "add", fast, &r);
+        run_clear(&r);
+        close(fd);
+        run_helper(f, &r, reconcile);
+        g_assert_cmpint(r.status, ==, 0);
+        run_clear(&r);
+        assert_registry("/dev/sda6,/dev/sda8");
+}
+
+/* Order independence with disturbances, on the real binary: every order of the four clones, with an
+ * unreadable device present, an unrelated `btrfs device scan` after the first event, the lock held
+ * past the budget during the second, and a removable copy plugged in and pulled out after the
+ * third. The end state is the cold-boot state every time. */
+static void test_perm_disturbed(Fixture *f, gconstpointer data)
+{
+        const Policy *p = data;
+        const char *fast[] = {"--timeout", "1", NULL};
+        static const DevSpec unreadable = {.node = "sdz1", .disk = "sdz", .partn = 1, .image = "rootfs",
+                                           .partlabel = "rootfs-A"};
+        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs",
+                                      .partlabel = "rootfs-A", .removable = TRUE};
+        int order[] = {0, 1, 2, 3};
+        int count = 0;
+        do {
+                Run r;
+                g_autofree char *desc = order_string(four, order, 4);
+                world_reset(f);
+                set_cmdline(f, STEAMOS_CMDLINE);
+                set_config(f, p->config);
+                world_add(f, &unreadable);
+                g_autofree char *unode = tb_path("/dev/sdz1");
+                (void)unlink(unode); /* in sysfs, its node unreadable */
+                for (int i = 0; i < 4; i++) {
+                        const DevSpec *d = &four[order[i]];
+                        world_add(f, d);
+                        world_uevent(f, d, "add");
+                        if (i == 1) {
+                                int fd = hold_lock(f);
+                                run_udev_action(f, d, "add", fast, &r);
+                                close(fd);
+                        } else
+                                run_udev_action(f, d, "add", NULL, &r);
+                        run_clear(&r);
+                        if (i == 0)
+                                external_scan(four, 4);
+                        if (i == 2) {
+                                world_add(f, &stick);
+                                run_udev_action(f, &stick, "add", NULL, &r);
+                                run_clear(&r);
+                                world_remove(f, &stick);
+                                run_udev_action(f, &stick, "remove", NULL, &r);
+                                run_clear(&r);
+                        }
+                }
+                Outcome o = {registry_string(), skip_scan_contents()};
+                const char *want_reg = p->active ? "/dev/sda4,/dev/sda6" : "";
+                const char *want_skip = p->active ? "/dev/sda5,/dev/sda7" : "/dev/sda4,/dev/sda5,/dev/sda6,/dev/sda7";
+                check_outcome(&o, &o, desc, want_reg, want_skip);
+                outcome_clear(&o);
+                count++;
+        } while (next_permutation(order, 4) && (!under_wrapper || count < 4));
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* The seal (issue 9): an event whose filesystem alone is decided gives what deciding every device
+ * gives. The same story is played twice on the ten devices: once as it comes (events take the seal),
+ * once with the seal removed before every invocation (every event decides the whole set). After each
+ * step the helper's output, the fake kernel's registry and skip_scan must be the same. */
+
+typedef enum { SEAL_KEPT, SEAL_REMOVED } SealMode;
+
+typedef struct {
+        GPtrArray *steps; /* one string per step: output, registry, skip_scan */
+        int sealed;       /* invocations that decided from the seal */
+} SealStory;
+
+static void seal_step(Fixture *f, SealMode mode, SealStory *story, const DevSpec *s, const char *action)
+{
+        const char *verbose[] = {"--verbose", NULL};
+        Run r;
+
+        if (mode == SEAL_REMOVED) {
+                g_autofree char *seal = g_build_filename(f->rundir, "seal", NULL);
+                (void)unlink(seal);
+        }
+        if (g_strcmp0(action, "remove") != 0)
+                world_uevent(f, s, action);
+        run_udev_action(f, s, action, verbose, &r);
+        if (r.err && strstr(r.err, "the seal holds"))
+                story->sealed++;
+        g_autofree char *reg = registry_string();
+        g_autofree char *skip = skip_scan_contents();
+        g_ptr_array_add(story->steps, g_strdup_printf("%s %s:\n%sregistry {%s} skip_scan {%s}", action, s->node,
+                                                      r.out, reg, skip));
+        run_clear(&r);
+}
+
+static void seal_story(Fixture *f, const Policy *p, SealMode mode, SealStory *story)
+{
+        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs",
+                                      .partlabel = "rootfs-A", .removable = TRUE};
+        const int n = G_N_ELEMENTS(ten);
+        const int step = under_wrapper ? 3 : 1; /* under valgrind every third device (the same story) */
+
+        story->steps = g_ptr_array_new_with_free_func(g_free);
+        world_reset(f);
+        set_cmdline(f, STEAMOS_CMDLINE);
+        set_config(f, p->config);
+        world_add_all(f, ten, n);
+        run_boot(f);
+        for (int i = 0; i < n; i += step) /* coldplug after boot */
+                seal_step(f, mode, story, &ten[i], "add");
+        for (int i = n - 1; i >= 0; i -= step) /* something wrote each device */
+                seal_step(f, mode, story, &ten[i], "change");
+        /* the root is mounted: an input of every decision changes */
+        const char *mounts[] = {"/dev/sda4", "/", NULL};
+        set_mountinfo(f, mounts);
+        kernel_mount(f, &ten[1]);
+        for (int i = 0; i < n; i += step)
+                seal_step(f, mode, story, &ten[i], "change");
+        /* a stick with a copy of rootfs-A comes and goes */
+        world_add(f, &stick);
+        seal_step(f, mode, story, &stick, "add");
+        seal_step(f, mode, story, &ten[2], "change");
+        seal_step(f, mode, story, &stick, "change");
+        world_remove(f, &stick);
+        seal_step(f, mode, story, &stick, "remove");
+        for (int i = 0; i < n; i += step)
+                seal_step(f, mode, story, &ten[i], "change");
+}
+
+static void test_seal_same_as_whole(Fixture *f, gconstpointer data)
+{
+        const Policy *p = data;
+        SealStory kept = {0}, removed = {0};
+
+        seal_story(f, p, SEAL_KEPT, &kept);
+        seal_story(f, p, SEAL_REMOVED, &removed);
+        g_assert_cmpuint(kept.steps->len, ==, removed.steps->len);
+        for (guint i = 0; i < kept.steps->len; i++) {
+                if (g_strcmp0(kept.steps->pdata[i], removed.steps->pdata[i]) != 0)
+                        g_test_message("step %u with the seal:\n%s\nwithout:\n%s", i, (char *)kept.steps->pdata[i],
+                                       (char *)removed.steps->pdata[i]);
+                g_assert_cmpstr(kept.steps->pdata[i], ==, removed.steps->pdata[i]);
+        }
+        /* the seal was taken (most events: all but the first after each change of the inputs) and
+         * never without one */
+        g_test_message("%d of %u events decided from the seal", kept.sealed, kept.steps->len);
+        g_assert_cmpint(kept.sealed, >=, (int)kept.steps->len / 2);
+        g_assert_cmpint(removed.sealed, ==, 0);
+        g_ptr_array_unref(kept.steps);
+        g_ptr_array_unref(removed.steps);
+}
+
+/* A whole disk with a stale btrfs superblock and a partition (docs/SECURITY.md row 3b), decided
+ * after `boot` by events of other devices: whether the whole disk was read in this run or is known
+ * from its record, it is `skip partitioned-disk`, never registered; with and without the seal alike.
+ * (An event that decided the whole set from the records took the disk for unique and scanned it.) */
+static void partitioned_story(Fixture *f, SealMode mode, SealStory *story)
+{
+        static const DevSpec whole = {.node = "sdb", .image = "home"};
+        static const DevSpec part = {.node = "sdb1", .disk = "sdb", .partn = 1, .partlabel = "data"};
+        static const DevSpec other = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "var", .partlabel = "var-A"};
+
+        story->steps = g_ptr_array_new_with_free_func(g_free);
+        world_reset(f);
+        set_cmdline(f, STEAMOS_CMDLINE);
+        world_add(f, &whole);
+        world_add(f, &part);
+        world_add(f, &other);
+        run_boot(f);
+        seal_step(f, mode, story, &other, "change");
+        seal_step(f, mode, story, &part, "change");
+        seal_step(f, mode, story, &other, "change");
+        seal_step(f, mode, story, &whole, "change");
+        seal_step(f, mode, story, &other, "change");
+}
+
+static void test_seal_partitioned_disk(Fixture *f, gconstpointer data)
+{
+        SealStory kept = {0}, removed = {0};
+
+        partitioned_story(f, SEAL_KEPT, &kept);
+        partitioned_story(f, SEAL_REMOVED, &removed);
+        for (guint i = 0; i < kept.steps->len; i++) {
+                const char *k = kept.steps->pdata[i], *r = removed.steps->pdata[i];
+                if (g_strcmp0(k, r) != 0 || strstr(k, "/dev/sdb,") || strstr(k, "{/dev/sdb}") || strstr(r, "{/dev/sdb}") ||
+                    strstr(r, "made-good:/dev/sdb"))
+                        g_test_message("step %u with the seal:\n%s\nwithout:\n%s", i, k, r);
+                g_assert_cmpstr(k, ==, r);
+                /* never registered (the registry is the first {...}), always listed */
+                g_assert_null(strstr(r, "registry {/dev/sdb}"));
+                g_assert_null(strstr(r, "registry {/dev/sdb,"));
+                g_assert_null(strstr(r, "made-good:/dev/sdb"));
+                g_assert_nonnull(strstr(r, "skip_scan {/dev/sdb}"));
+        }
+        g_ptr_array_unref(kept.steps);
+        g_ptr_array_unref(removed.steps);
+}
+
+/* Every input of a decision besides the inventory is in the seal's hash: changing one makes the next
+ * event decide every device (and seal anew), the one after it takes the new seal. */
+static void seal_expect(Fixture *f, const DevSpec *s, gboolean sealed, const char *why)
+{
+        const char *verbose[] = {"--verbose", NULL};
+        Run r;
+
+        world_uevent(f, s, "change");
+        run_udev_action(f, s, "change", verbose, &r);
+        gboolean took = r.err && strstr(r.err, "the seal holds");
+        if (took != sealed)
+                g_test_message("after %s: %s the seal; stderr:\n%s", why, took ? "took" : "did not take", r.err);
+        g_assert_true(took == sealed);
+        run_clear(&r);
+}
+
+static void test_seal_inputs(Fixture *f, gconstpointer data)
+{
+        const DevSpec *var = &ten[3];
+        g_autofree char *efivar =
+                tb_path("sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
+        /* efivarfs: 4 bytes of attributes, then the GUID in UTF-16LE */
+        static const char guid[] = "11111111-2222-3333-4444-555555555555";
+        guint8 raw[4 + 2 * sizeof(guid)] = {7, 0, 0, 0};
+        for (gsize i = 0; i < sizeof(guid); i++)
+                raw[4 + 2 * i] = (guint8)guid[i];
+        const char *mounts[] = {"/dev/sda4", "/", NULL};
+
+        world_reset(f);
+        set_cmdline(f, STEAMOS_CMDLINE);
+        world_add_all(f, ten, G_N_ELEMENTS(ten));
+        run_boot(f);
+        seal_expect(f, var, TRUE, "boot");
+
+        set_config(f, STEAMOS_CONFIG "clone_policy=skip-all\n");
+        seal_expect(f, var, FALSE, "a new configuration");
+        seal_expect(f, var, TRUE, "the configuration's first event");
+
+        set_cmdline(f, STEAMOS_CMDLINE " btrfs-scan-gate.slot=B");
+        seal_expect(f, var, FALSE, "a new command line");
+        seal_expect(f, var, TRUE, "the command line's first event");
+
+        set_mountinfo(f, mounts);
+        seal_expect(f, var, FALSE, "a mount");
+        seal_expect(f, var, TRUE, "the mount's first event");
+
+        kernel_mount(f, &ten[1]);
+        seal_expect(f, var, FALSE, "a mounted filesystem's member in /sys/fs/btrfs");
+        seal_expect(f, var, TRUE, "the member's first event");
+
+        set_feature("virtual_fsid", FALSE);
+        seal_expect(f, var, FALSE, "a kernel feature");
+        seal_expect(f, var, TRUE, "the feature's first event");
+
+        g_autofree char *efidir = g_path_get_dirname(efivar);
+        g_assert_cmpint(g_mkdir_with_parents(efidir, 0755), ==, 0);
+        write_file(efivar, raw, sizeof(raw));
+        seal_expect(f, var, FALSE, "the booted ESP (LoaderDevicePartUUID)");
+        seal_expect(f, var, TRUE, "the ESP's first event");
+
+        /* a new block device (no event of its own yet): the next event sweeps it in */
+        static const DevSpec late = {.node = "sdj1", .disk = "sdj", .partn = 1, .image = "var", .partlabel = "var-B"};
+        world_add(f, &late);
+        seal_expect(f, var, FALSE, "a new block device");
+        seal_expect(f, var, TRUE, "the new device's first event");
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 
 static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
@@ -1700,6 +2298,9 @@ int main(int argc, char **argv)
         add_p("/helper/steamos/boot", test_steamos_boot);
         add("/helper/steamos/slot-b", test_steamos_slot_b);
         add("/helper/steamos/slot-from-cmdline", test_steamos_slot_from_cmdline);
+        add("/helper/slot/partuuid-after-boot", test_slot_partuuid_after_boot);
+        add("/helper/slot/esp-on-other-disk", test_slot_esp_on_other_disk);
+        add("/helper/slot/stable-skip-list", test_slot_stable_skip_list);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);
@@ -1707,6 +2308,7 @@ int main(int argc, char **argv)
         add("/helper/raid/plain", test_raid_plain);
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
+        add("/helper/guard/usb-root-self", test_usb_root_self);
         add_p("/helper/kernel/unpatched", test_unpatched_kernel);
         add("/helper/kernel/upstream-temp-fsid", test_upstream_kernel);
         add("/helper/kernel/missing-control", test_missing_control);
@@ -1720,6 +2322,18 @@ int main(int argc, char **argv)
         add_p("/helper/order/permutations-boot", test_perm_boot);
         add_p("/helper/order/random", test_random_orders);
         add_p("/helper/order/concurrent-clones", test_concurrent_clones);
+        add_p("/helper/order/permutations-disturbed", test_perm_disturbed);
+        add_p("/helper/seal/same-as-whole", test_seal_same_as_whole);
+        add("/helper/seal/inputs", test_seal_inputs);
+        add("/helper/seal/partitioned-disk", test_seal_partitioned_disk);
+        add("/helper/lost/left-skip-list", test_lost_left_skip_list);
+        add("/helper/lost/lock-timeout", test_lost_lock_timeout);
+        add("/helper/lost/remove", test_lost_remove);
+        add("/helper/lost/reconcile-verb", test_lost_reconcile_verb);
+        g_test_add("/helper/lost/late-disks/a-first", Fixture, "a-first", fixture_setup, test_lost_late_disks,
+                   fixture_teardown);
+        g_test_add("/helper/lost/late-disks/b-first", Fixture, "b-first", fixture_setup, test_lost_late_disks,
+                   fixture_teardown);
 
         int ret = g_test_run();
 

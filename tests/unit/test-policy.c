@@ -16,6 +16,9 @@ struct spec {
         int fs; /* 0: not btrfs, -1: invalid superblock, else fsid byte */
         unsigned devid, num;
         bool seed, active, hotplug, fsid_mounted, self_mounted, bad_path;
+        bool member, partitioned;
+        const char *storage; /* storage_id */
+        int uuid;            /* device UUID byte; 0: the devid's */
 };
 
 static struct bsg_device to_dev(const struct spec *s)
@@ -31,8 +34,12 @@ static struct bsg_device to_dev(const struct spec *s)
                 .fsid_mounted = s->fsid_mounted,
                 .self_mounted = s->self_mounted,
                 .path_ok = !s->bad_path,
+                .mounted_member = s->member,
+                .partitioned_disk = s->partitioned,
+                .storage_id = s->storage,
         };
         memset(d.fsid, s->fs > 0 ? s->fs : 0, sizeof(d.fsid));
+        memset(d.dev_uuid, s->uuid ? s->uuid : (int)d.devid, sizeof(d.dev_uuid));
         return d;
 }
 
@@ -64,7 +71,8 @@ static void policy_one(const struct policy_case *t)
 #define ACTIVE BSG_CLONE_ACTIVE
 static const struct policy_case policy_cases[] = {
         {"not-btrfs", SKIPALL, {{"/dev/a", 0}}, 1, 0, BSG_IGNORE, BSG_REASON_NOT_BTRFS},
-        {"invalid", SKIPALL, {{"/dev/a", -1}}, 1, 0, BSG_IGNORE, BSG_REASON_INVALID_SUPERBLOCK},
+        /* issue 10 item 3: the kernel registers anything with the magic at 64 KiB */
+        {"invalid", SKIPALL, {{"/dev/a", -1}}, 1, 0, BSG_SKIP, BSG_REASON_INVALID_SUPERBLOCK},
         {"invalid-twin-is-no-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/b", -1}}, 2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"unique", SKIPALL, {{"/dev/a", 1}, {"/dev/b", 2}}, 2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"clone-skip-all-active", SKIPALL, {{"/dev/a", 1, .active = true}, {"/dev/b", 1}}, 2, 0, BSG_SKIP,
@@ -105,6 +113,68 @@ static const struct policy_case policy_cases[] = {
          1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"fixed-disk-fsid-mounted", SKIPALL, {{"/dev/b", 1, .fsid_mounted = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        /* issue 10 item 1: a fake multi-device or seed copy beside the clones */
+        {"fake-multi-device-copy", SKIPALL,
+         {{"/dev/a", 1, .active = true}, {"/dev/b", 1}, {"/dev/f1", 1, 1, 2, .uuid = 9}, {"/dev/f2", 1, 2, 2}}, 4, 3,
+         BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES},
+        {"fake-multi-device-clone-too", SKIPALL,
+         {{"/dev/a", 1, .active = true}, {"/dev/b", 1}, {"/dev/f1", 1, 1, 2, .uuid = 9}, {"/dev/f2", 1, 2, 2}}, 4, 1,
+         BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES},
+        {"fake-seed-copy", SKIPALL, {{"/dev/a", 1}, {"/dev/s", 1, .seed = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_INCONSISTENT_COPIES},
+        {"fake-devid-uuid", SKIPALL, {{"/dev/a", 1, 1, 2}, {"/dev/b", 1, 2, 2}, {"/dev/c", 1, 2, 2, .uuid = 7}}, 3, 0,
+         BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES},
+        {"fake-copy-mounted-member-kept", SKIPALL,
+         {{"/dev/a", 1, .active = true, .fsid_mounted = true, .self_mounted = true, .member = true},
+          {"/dev/f1", 1, 1, 2}, {"/dev/f2", 1, 2, 2}},
+         3, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fake-copy-of-mounted-raid", SKIPALL,
+         {{"/dev/a", 1, 1, 2, .fsid_mounted = true, .member = true}, {"/dev/b", 1, 2, 2, .fsid_mounted = true,
+          .member = true}, {"/dev/f", 1, .fsid_mounted = true}},
+         3, 1, BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        {"consistent-raid-clone", SKIPALL, {{"/dev/a", 1, 1, 2}, {"/dev/b", 1, 2, 2}, {"/dev/c", 1, 2, 2}}, 3, 0,
+         BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        /* issue 10 item 2: a stick carrying an fsid internal storage carries, at boot (nothing mounted) */
+        {"usb-copy-at-boot", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_REMOVABLE_CLONE},
+        {"usb-copy-does-not-make-internal-a-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true}}, 2, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
+        {"usb-copy-of-ab-pair", ACTIVE,
+         {{"/dev/a", 1, .active = true}, {"/dev/b", 1}, {"/dev/usb", 1, .hotplug = true, .active = true}}, 3, 0,
+         BSG_SCAN, BSG_REASON_CLONE},
+        {"usb-fake-multi-device-of-internal", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, 1, 2, .hotplug = true}}, 2, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
+        {"two-usb-clones", SKIPALL, {{"/dev/u1", 1, .hotplug = true}, {"/dev/u2", 1, .hotplug = true}}, 2, 0,
+         BSG_SKIP, BSG_REASON_CLONE},
+        {"usb-booted-from-itself", SKIPALL,
+         {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true, .self_mounted = true, .member = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_CLONE},
+        /* issue 10 item 3: a whole disk with partitions and a stale superblock */
+        {"partitioned-disk", SKIPALL, {{"/dev/sda", 1, .partitioned = true}}, 1, 0, BSG_SKIP,
+         BSG_REASON_PARTITIONED_DISK},
+        {"partitioned-disk-not-a-clone", SKIPALL, {{"/dev/sda", 1, .partitioned = true}, {"/dev/sda2", 1}}, 2, 1,
+         BSG_SCAN, BSG_REASON_UNIQUE},
+        /* issue 10 item 8: two names of one storage */
+        {"same-storage-second", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0"}}, 2, 1, BSG_SKIP,
+         BSG_REASON_SAME_STORAGE},
+        {"same-storage-first-is-no-clone", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0"}}, 2, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
+        {"same-storage-mounted-kept", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0", .self_mounted = true,
+          .member = true, .fsid_mounted = true}},
+         2, 0, BSG_SKIP, BSG_REASON_SAME_STORAGE},
+        {"same-storage-beside-a-real-clone", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0"},
+          {"/dev/loop2", 1, .storage = "loop:7:2:0"}},
+         3, 0, BSG_SKIP, BSG_REASON_CLONE},
+        {"different-offsets-are-clones", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:1048576"}}, 2, 0,
+         BSG_SKIP, BSG_REASON_CLONE},
+        {"usb-serial-never-matches-internal", SKIPALL,
+         {{"/dev/sda4", 1, .storage = "serial:X:1"}, {"/dev/sdz", 1, .storage = "serial:X:1", .hotplug = true}}, 2, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
         {"bad-path", SKIPALL, {{"/dev/mapper/a,b", 1, .bad_path = true}}, 1, 0, BSG_SKIP, BSG_REASON_BAD_PATH},
         {"bad-path-twin-still-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/mapper/a b", 1, .bad_path = true}}, 2, 0,
          BSG_SKIP, BSG_REASON_CLONE},
@@ -244,7 +314,17 @@ static const struct order_case order_cases[] = {
         {"usb-hijack", SKIPALL,
          {{"/dev/sda4", 1, .active = true, .fsid_mounted = true, .self_mounted = true},
           {"/dev/sdg", 1, .hotplug = true, .fsid_mounted = true}, {"/dev/sda8", 3}},
-         3, "/dev/sda4,/dev/sda8", "/dev/sda4,/dev/sdg"},
+         3, "/dev/sda4,/dev/sda8", "/dev/sdg"},
+        {"usb-copy-at-boot", SKIPALL,
+         {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/sdg1", 1, .hotplug = true, .active = true}}, 3, "",
+         "/dev/sda4,/dev/sda5,/dev/sdg1"},
+        {"fake-multi-device", SKIPALL,
+         {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/loop0", 1, 1, 2, .uuid = 9},
+          {"/dev/loop1", 1, 2, 2}},
+         4, "", "/dev/loop0,/dev/loop1,/dev/sda4,/dev/sda5"},
+        {"same-storage", SKIPALL,
+         {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0"}}, 2, "/dev/loop0",
+         "/dev/loop1"},
 };
 
 int main(void)
@@ -280,5 +360,26 @@ int main(void)
         CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED), "removable-clone-of-mounted");
         CHECK_STREQ(bsg_reason_name(_BSG_REASON_MAX), "unknown");
         CHECK_STREQ(bsg_decision_name(BSG_SKIP), "skip");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_SAME_STORAGE), "same-storage");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE), "removable-clone");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_INCONSISTENT_COPIES), "inconsistent-copies");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_PARTITIONED_DISK), "partitioned-disk");
+
+        /* who may own shared links (issue 10 item 2) */
+        static const struct {
+                enum bsg_reason reason;
+                bool may;
+        } links[] = {
+                {BSG_REASON_UNIQUE, true},          {BSG_REASON_CLONE, true},
+                {BSG_REASON_RAID_CLONE_INACTIVE, true}, {BSG_REASON_REMOVABLE_CLONE, false},
+                {BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED, false}, {BSG_REASON_SAME_STORAGE, false},
+                {BSG_REASON_INCONSISTENT_COPIES, false}, {BSG_REASON_PARTITIONED_DISK, false},
+                {BSG_REASON_INVALID_SUPERBLOCK, false},
+        };
+        for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+                struct bsg_verdict v = {BSG_SKIP, links[i].reason};
+                check_case = bsg_reason_name(links[i].reason);
+                CHECK(bsg_verdict_may_own_links(&v) == links[i].may);
+        }
         return check_finish("test-policy");
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# qemu-case: kernel=6.1 module=patched disks=clone2 timeout=150
+# qemu-case: kernel=6.1 module=patched disks=clone2 timeout=300
 # Patched 6.1: virtual_fsid changes nothing on disk and nothing in the block device's page cache.
 # Both clones are mounted with virtual_fsid, written, synced and unmounted three times. While
 # mounted, `blkid -p`, a raw buffered read (dd, through the page cache) and dump-super still show

@@ -5,7 +5,9 @@
 # (vde, CHANGING_FSID_V2 flag set by the harness) and a multi-device raid1 (vdf+vdg); each still
 # mounts without the option, so the refusal is the option's. On a virtual_fsid mount of vda,
 # device add, device remove and replace start are refused the same way; on a plain mount of
-# the same filesystem device add works.
+# the same filesystem device add works. Replace status and cancel are allowed on a virtual_fsid
+# mount; `mount -o remount,virtual_fsid` is accepted there and refused (EINVAL, one line) on a
+# plain mount, which stays as it was.
 . /lib/guest-lib.sh
 mkdir -p /a /m
 mark() { n0=$(dmesg | wc -l); }
@@ -71,12 +73,31 @@ grep ' /a ' /proc/self/mounts | grep -q virtual_fsid || fail "/a is not a virtua
 refuse_ioctl add btrfs device add -f /dev/vdb /a
 refuse_ioctl remove btrfs device remove 1 /a
 refuse_ioctl replace btrfs replace start -B -f 1 /dev/vdb /a
+log "replace status and cancel are not refused"
+for c in "status -1" cancel; do
+	mark
+	btrfs replace $c /a >/tmp/err 2>&1
+	cat /tmp/err
+	grep -q 'Invalid argument' /tmp/err && fail "btrfs replace $c on a virtual_fsid mount: EINVAL"
+	since | grep -q 'not supported on a virtual_fsid mount' && fail "btrfs replace $c was refused"
+done
+btrfs replace status -1 /a | grep -q "Never started" ||
+	fail "btrfs replace status /a does not report 'Never started'"
+log "remount with virtual_fsid: accepted on a virtual_fsid mount"
+must mount -o remount,virtual_fsid /a
 [ "$(btrfs filesystem show /a | grep -c 'devid ')" -eq 1 ] || fail "/a no longer has one device"
 must umount /a
 must btrfs check --readonly /dev/vda
 
 # control: on a plain mount of the same filesystem, device add is not refused
 must mount -t btrfs /dev/vda /a
+log "remount,virtual_fsid of a plain mount: refused"
+mark
+if mount -o remount,virtual_fsid /a 2>/tmp/err; then fail "remount,virtual_fsid of a plain mount succeeded"; fi
+cat /tmp/err
+one_line "virtual_fsid cannot be set by a remount" "remount,virtual_fsid"
+grep ' /a ' /proc/self/mounts | grep -q virtual_fsid && fail "/a shows virtual_fsid after the refused remount"
+touch /a/still-writable || fail "/a not writable after the refused remount"
 must btrfs device add -f /dev/vdb /a
 [ "$(btrfs filesystem show /a | grep -c 'devid ')" -eq 2 ] || fail "device add on a plain mount did not add"
 must umount /a

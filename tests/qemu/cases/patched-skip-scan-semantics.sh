@@ -11,7 +11,9 @@
 #  - a mount of a listed device still scans and mounts it;
 #  - bad values are refused with EINVAL, one log line, and the previous list kept: empty
 #    entries ("/a,,/b", ",", "a,,b"), relative paths, a value over 4095 bytes, an entry over
-#    BTRFS_PATH_NAME_MAX (4087); the limits themselves are accepted; a newline clears the list.
+#    BTRFS_PATH_NAME_MAX (4087); the limits themselves are accepted, also a 4095-byte value with
+#    the newline echo adds; a newline clears the list;
+#  - the "not registering" line is rate limited (40 scans in a row log fewer than 40 lines).
 # "Registered" is probed with BTRFS_IOC_FORGET_DEV (`btrfs device scan --forget DEV`), which fails
 # with ENOENT for an unregistered device: /sys/fs/btrfs shows only mounted filesystems, and
 # `btrfs filesystem show` probes the disks itself.
@@ -28,6 +30,7 @@ majmin() { cat /sys/class/block/$1/dev | tr : ' '; }
 
 # skipped DEV LISTED [CMD]: CMD (scan, default) of DEV returns 0, logs one line, registers nothing
 skipped() {
+	sleep 0.6	# the line is rate limited (10 per 5 s): stay below it
 	mark
 	if [ "${3:-scan}" = ready ]; then
 		btrfs device ready "$1" || fail "btrfs device ready $1 (listed as $2): exit $?"
@@ -36,7 +39,7 @@ skipped() {
 	fi
 	since >/tmp/new
 	cat /tmp/new
-	n=$(grep -c "BTRFS: skip_scan: not registering $1 (listed as $2)" /tmp/new)
+	n=$(grep -c "BTRFS info: skip_scan: not registering $1 (listed as $2)" /tmp/new)
 	[ "$n" -eq 1 ] || fail "${3:-scan} $1: $n 'not registering $1 (listed as $2)' lines, expected 1"
 	n=$(grep -c BTRFS /tmp/new)
 	[ "$n" -eq 1 ] || fail "${3:-scan} $1: $n BTRFS lines, expected 1"
@@ -51,7 +54,7 @@ refused() {
 	grep -q 'Invalid argument' /tmp/setp.err || { cat /tmp/setp.err; fail "$2: not EINVAL"; }
 	since >/tmp/new
 	cat /tmp/new
-	n=$(grep -c 'BTRFS: skip_scan: .*list unchanged' /tmp/new)
+	n=$(grep -c 'BTRFS error: skip_scan: .*list unchanged' /tmp/new)
 	[ "$n" -eq 1 ] || fail "$2: $n refusal lines, expected 1"
 	[ "$(cat $P)" = "$before" ] || fail "$2 replaced the list: now '$(cat $P | head -c 80)'"
 }
@@ -132,12 +135,26 @@ v4095="/$(str 2046 a),/$(str 2046 b)"
 must setp "$v4095"
 [ "$(cat $P)" = "$v4095" ] || fail "4095-byte value not read back"
 refused "${v4095}c" "a 4096-byte value"
+# what `echo` writes: the 4095-byte value and a newline (4096 bytes in one write)
+must setp /dev/vda
+must sh -c "echo '$v4095' >$P"
+[ "$(cat $P)" = "$v4095" ] || fail "4095-byte value with echo's newline not taken"
 must setp /dev/vda
 # clearing: a lone newline (what `echo >FILE` writes) clears
 must sh -c "echo >$P"
 [ -z "$(cat $P)" ] || fail "newline did not clear the list: '$(cat $P)'"
 must btrfs device scan /dev/vda
 registered /dev/vda || fail "vda not registered after the list was cleared"
+log "the skip line is rate limited"
+must setp /dev/vdb
+sleep 6
+mark
+i=0
+while [ $i -lt 40 ]; do btrfs device scan /dev/vdb >/dev/null || fail "scan $i"; i=$((i + 1)); done
+n=$(since | grep -c 'skip_scan: not registering /dev/vdb')
+log "40 skipped scans: $n log lines"
+# 10 lines per 5 s (btrfs_info_rl): fewer lines than scans unless the loop took over 20 s
+[ "$n" -ge 1 ] && [ "$n" -lt 40 ] || fail "40 skipped scans logged $n lines: not rate limited"
 # zero-byte write: sysfs never calls the parameter's setter for it (reported, not asserted)
 must setp /dev/vda
 : >$P

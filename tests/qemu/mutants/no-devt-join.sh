@@ -2,4 +2,4 @@
 # device mounted again with virtual_fsid becomes a second, independent instance writing the
 # same disk (the flaw that made upstream reject the 2023 RFC). Expected to fail:
 # patched-clones-and-skip-scan, patched-same-device-joins.
-sed -i 's/device = find_opened_device_by_devt(path_devt);/device = NULL;/' volumes.c
+sed -i 's/device = join_opened_device(path_devt, path, virtual_fsid);/device = NULL;/' volumes.c

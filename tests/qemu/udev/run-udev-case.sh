@@ -72,6 +72,17 @@ for r in 50-udev-default.rules 60-persistent-storage.rules; do
 done
 for b in ata_id scsi_id; do [ -e /lib/udev/$b ] && files="$files /lib/udev/$b:/lib/udev/$b"; done
 bins="/lib/systemd/systemd-udevd $(command -v udevadm)"
+# device-mapper cases (kmods='dm-mod'): Debian's dmsetup and the dm rules that name dm devices,
+# import DM_NAME and complete dmsetup's udev cookies, as on an installed system
+if grep -q "^# qemu-case:.*kmods='[^']*dm-mod" "$case_file"; then
+    [ -x /sbin/dmsetup ] || prereq_missing "/sbin/dmsetup (package dmsetup)"
+    for r in 55-dm.rules 60-persistent-storage-dm.rules 95-dm-notify.rules; do
+        [ -e /lib/udev/rules.d/$r ] || prereq_missing "/lib/udev/rules.d/$r (package dmsetup)"
+        files="$files /lib/udev/rules.d/$r:/lib/udev/rules.d/$r"
+    done
+    bins="$bins /sbin/dmsetup"
+    files="$files /sbin/dmsetup:/sbin/dmsetup"
+fi
 files="$files /lib/systemd/systemd-udevd:/lib/systemd/systemd-udevd $here/system-lib.sh:/lib/system-lib.sh"
 files="$files ${BSG_SYSTEM_EXTRA_FILES:-}"   # more "src:dst" pairs (demo/ab-demo.sh)
 case $rules in

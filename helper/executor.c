@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The executor: performs a plan (plan.c) through the kernel interface (kernel.c) and keeps the state's
+ * registered flags in step. I/O. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "util.h"
+
+static void set_registered(struct ctx *c, struct entry *e, bool registered)
+{
+        struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
+        if (rec && rec->registered != registered) {
+                rec->registered = registered;
+                c->state.changed = true;
+        }
+        e->registered = registered;
+}
+
+/* Writes the skip list where the kernel takes it; says why not when it cannot. */
+void apply_skip_list(struct ctx *c, const char *list)
+{
+        int r;
+
+        if (!c->caps.skip_scan && c->caps.temp_fsid) {
+                /* upstream 6.7+ (temp-fsid): no skip_scan and no need of one; this helper still
+                 * scans no clone. Nothing to warn about, nothing wrong. */
+                log_debug("%s does not exist; the kernel has temp_fsid: skip list not needed", BSG_SKIP_SCAN_PATH);
+                return;
+        }
+        if (!c->caps.skip_scan) {
+                if (c->verb == VERB_BOOT)
+                        log_msg("%s does not exist (btrfs not loaded or unpatched): skip list not applied%s",
+                                BSG_SKIP_SCAN_PATH,
+                                c->write_modprobe || c->print_cmdline ? "" : "; see --write-modprobe, --print-cmdline");
+                else
+                        log_debug("%s does not exist (unpatched btrfs module): skip list not applied",
+                                  BSG_SKIP_SCAN_PATH);
+                add_error(c, "skip-scan-absent");
+                return;
+        }
+        if (!c->caps.skip_scan_writable) {
+                if (c->verb == VERB_BOOT)
+                        log_msg("%s is read-only: skip list not applied%s", BSG_SKIP_SCAN_PATH,
+                                c->write_modprobe || c->print_cmdline ? "" : "; see --write-modprobe, --print-cmdline");
+                else
+                        log_msg("%s is read-only: skip list not applied; use boot --write-modprobe or "
+                                "--print-cmdline", BSG_SKIP_SCAN_PATH);
+                add_error(c, "skip-scan-read-only");
+                return;
+        }
+        if (c->dry_run)
+                return;
+        r = bsg_skip_scan_write(list);
+        if (r < 0) {
+                log_msg("cannot write %s, ignoring: %s", BSG_SKIP_SCAN_PATH, strerror(-r));
+                add_error(c, "skip-scan-write-failed");
+        }
+}
+
+static void log_forget(struct ctx *c, struct entry *e, int r)
+{
+        if (r == -ENOENT) {
+                set_registered(c, e, false); /* not registered: nothing to forget */
+                return;
+        }
+        if (r < 0) {
+                log_msg("%s: cannot forget the registered copy, ignoring: %s", e->devnode, strerror(-r));
+                add_error(c, r == -EBUSY ? "twin-mounted" : r == -ETIMEDOUT ? "kernel-timeout" : "forget-failed");
+                return;
+        }
+        set_registered(c, e, false);
+        char tok[4200];
+        snprintf(tok, sizeof(tok), "forgot:%s", e->devnode);
+        add_token(c->actions, sizeof(c->actions), tok);
+}
+
+static void log_scan(struct ctx *c, struct entry *e, enum plan_action_type type, int r, int *ready)
+{
+        if (r == -ESTALE) {
+                log_msg("%s: the device read differently after the scan than when it was decided: forgotten "
+                        "again", e->devnode);
+                add_error(c, "kernel-read-differs");
+                set_registered(c, e, false);
+                return;
+        }
+        if (r < 0) {
+                log_msg("%s: scan failed, ignoring: %s", e->devnode, strerror(-r));
+                if (c->verb != VERB_BOOT)
+                        add_error(c, r == -ETIMEDOUT ? "kernel-timeout" : "scan-failed");
+                return;
+        }
+        set_registered(c, e, true);
+        if (type == PLAN_READY) {
+                *ready = r;
+                add_token(c->actions, sizeof(c->actions), "scanned");
+        } else if (c->verb != VERB_BOOT) {
+                char tok[4200];
+                snprintf(tok, sizeof(tok), "made-good:%s", e->devnode);
+                add_token(c->actions, sizeof(c->actions), tok);
+        }
+}
+
+void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_ready)
+{
+        _cleanup_free_ struct bsg_kop *ops = calloc(p->n + 1, sizeof(*ops));
+        _cleanup_free_ size_t *which = calloc(p->n + 1, sizeof(*which));
+        _cleanup_close_ int control = -1;
+        size_t m = 0;
+        int ready = -1, r;
+
+        if (ret_ready)
+                *ret_ready = -1;
+        if (!ops || !which) {
+                add_error(c, "out-of-memory");
+                return;
+        }
+        for (size_t k = 0; k < p->n; k++) {
+                const struct plan_action *a = &p->v[k];
+                struct entry *e = a->type == PLAN_SKIP_LIST ? NULL : &c->e[a->entry];
+
+                switch (a->type) {
+                case PLAN_SKIP_LIST:
+                        apply_skip_list(c, p->skip_list);
+                        break;
+                case PLAN_UNREADABLE:
+                        if (c->verb == VERB_BOOT)
+                                log_msg("%s: not readable in this run: not scanned", e->devnode);
+                        else {
+                                log_msg("%s: not readable in this run: not handed to the kernel now", e->devnode);
+                                add_error(c, "not-scanned-unreadable");
+                        }
+                        break;
+                case PLAN_SCAN:
+                case PLAN_READY:
+                case PLAN_FORGET:
+                        ops[m] = (struct bsg_kop){
+                                .type = a->type == PLAN_SCAN ? BSG_KOP_SCAN : a->type == PLAN_READY ? BSG_KOP_READY
+                                                                                                  : BSG_KOP_FORGET,
+                                .path = e->devnode,
+                                .verify = a->type != PLAN_FORGET && e->pd.state == BSG_DEV_BTRFS,
+                                .devid = e->pd.devid,
+                                .generation = e->generation,
+                        };
+                        memcpy(ops[m].fsid, e->pd.fsid, BSG_UUID_SIZE);
+                        which[m++] = k;
+                        break;
+                }
+        }
+        if (m == 0)
+                return;
+        control = bsg_control_open();
+        if (control < 0) {
+                if (c->verb == VERB_BOOT)
+                        log_msg("cannot open %s (%s): btrfs not ready, nothing scanned", bsg_control_path(),
+                                strerror(-control));
+                else if (control == -ENOENT || control == -ENODEV || control == -ENXIO)
+                        log_msg("%s: btrfs not loaded, not ready", bsg_control_path());
+                else
+                        log_msg("cannot open %s: %s", bsg_control_path(), strerror(-control));
+                add_error(c, "not-ready");
+                return;
+        }
+        /* kernel actions get a budget of their own, as long as the lock's */
+        r = bsg_control_run(control, ops, m, lock_fd, bsg_now_usec() + (uint64_t)(c->lock_timeout * 1e6));
+        if (r < 0) {
+                log_msg("cannot run the kernel actions: %s", strerror(-r));
+                add_error(c, "kernel-actions-failed");
+                return;
+        }
+        for (size_t i = 0; i < m; i++) {
+                const struct plan_action *a = &p->v[which[i]];
+                struct entry *e = &c->e[a->entry];
+                if (a->type == PLAN_FORGET)
+                        log_forget(c, e, ops[i].result);
+                else
+                        log_scan(c, e, a->type, ops[i].result, &ready);
+        }
+        if (ret_ready)
+                *ret_ready = ready;
+}
+
+int write_modprobe(const char *path, const char *list)
+{
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
+        fprintf(f, "options btrfs skip_scan=%s\n", list);
+        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
+        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+                int r = -errno ?: -EIO;
+                fclose(f);
+                unlink(tmp);
+                return r;
+        }
+        fclose(f);
+        if (rename(tmp, path) < 0) {
+                int r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}

@@ -1,0 +1,136 @@
+#include <elf.h>
+#include <link.h>
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Messages and the tokens of BTRFS_SCAN_GATE_ACTION/ERROR, shared by the verbs. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <syslog.h>
+
+#include "gate.h"
+#include "log.h"
+#include "superblock.h"
+#include "util.h"
+
+bool arg_verbose;
+
+void log_msg_debug(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("btrfs-scan-gate: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+void log_msg(const char *fmt, ...)
+{
+        char msg[1024]; /* the journal's line is cut there; stderr gets it whole */
+        va_list ap, aq;
+        va_start(ap, fmt);
+        va_copy(aq, ap);
+        fputs("btrfs-scan-gate: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        vsnprintf(msg, sizeof(msg), fmt, aq);
+        va_end(aq);
+        va_end(ap);
+        bsg_log_journal(LOG_WARNING, msg);
+}
+
+void log_decision(const struct entry *e)
+{
+        char fsid[37];
+        if (e->pd.state == BSG_DEV_NOT_BTRFS || !e->devnode)
+                return;
+        if (e->pd.state == BSG_DEV_BTRFS)
+                bsg_uuid_format(e->pd.fsid, fsid);
+        (void)bsg_log_decision(bsg_rundir_path(), e->devnum, e->devnode, bsg_decision_name(e->v.decision),
+                               bsg_reason_name(e->v.reason), e->pd.state == BSG_DEV_BTRFS ? fsid : NULL);
+}
+
+void add_token(char *buf, size_t size, const char *token)
+{
+        size_t l = strlen(buf);
+        /* no duplicates */
+        for (const char *p = buf; (p = strstr(p, token)); p++)
+                if ((p == buf || p[-1] == ',') && (p[strlen(token)] == ',' || p[strlen(token)] == '\0'))
+                        return;
+        if (l + strlen(token) + 2 > size)
+                return;
+        snprintf(buf + l, size - l, "%s%s", l ? "," : "", token);
+}
+
+void add_error(struct ctx *c, const char *token)
+{
+        add_token(c->errors, sizeof(c->errors), token);
+}
+
+void ctx_done(struct ctx *c)
+{
+        free(c->cmdline);
+        bsg_mount_sources_free(&c->mount_sources);
+        seal_done(&c->seal);
+        free(c->inv_text);
+        free(c->lines);
+        free(c->mountinfo);
+        free(c->root_source);
+        free(c->mounted);
+        free(c->e);
+        bsg_devs_free(&c->devs);
+        bsg_state_free(&c->state);
+        bsg_rauc_free(&c->rauc);
+        free(c->rauc_rdev);
+        bsg_partsets_free(&c->partsets);
+        free(c->booted_disk);
+        free(c->root_disk);
+}
+
+struct build_id_search {
+        const void *id;
+        size_t len;
+};
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+        struct build_id_search *b = data;
+
+        (void)size;
+        if (info->dlpi_name && info->dlpi_name[0])
+                return 0; /* the program itself comes first, with an empty name */
+        for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+                if (ph->p_type != PT_NOTE)
+                        continue;
+                const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+                while (p + sizeof(ElfW(Nhdr)) <= end) {
+                        const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+                        size_t name = (n->n_namesz + 3) & ~(size_t)3, desc = (n->n_descsz + 3) & ~(size_t)3;
+                        const uint8_t *d = p + sizeof(*n) + name;
+                        if (d + n->n_descsz > end)
+                                break;
+                        if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(p + sizeof(*n), "GNU", 4) == 0) {
+                                b->id = d;
+                                b->len = n->n_descsz;
+                                return 1;
+                        }
+                        p = d + desc;
+                }
+        }
+        return 1;
+}
+
+int bsg_build_id(const void **ret_id, size_t *ret_len)
+{
+        struct build_id_search b = {0};
+
+        dl_iterate_phdr(find_build_id, &b);
+        if (!b.id || !b.len)
+                return -ENOENT;
+        *ret_id = b.id;
+        *ret_len = b.len;
+        return 0;
+}

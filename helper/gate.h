@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* What every verb of the helper shares: the invocation's context, the table of entries (one per
+ * device the decision is over), messages, and the prototypes of the verb files, the inventory (I/O:
+ * gathers what a decision needs), the plan (pure: entries -> kernel actions) and the executor (I/O:
+ * performs a plan). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "devices.h"
+#include "kernel.h"
+#include "partsets.h"
+#include "policy.h"
+#include "rauc.h"
+#include "slot.h"
+#include "state.h"
+
+#ifndef BSG_VERSION
+#define BSG_VERSION "0.0"
+#endif
+
+enum verb { VERB_UDEV, VERB_BOOT, VERB_STATUS, VERB_RECONCILE };
+
+enum udev_action { UDEV_ACTION_ADD, UDEV_ACTION_CHANGE, UDEV_ACTION_REMOVE };
+
+struct entry {
+        const char *devnode;
+        dev_t devnum;
+        ssize_t dev;       /* index into ctx.devs, -1 for a device known only from the state file */
+        struct bsg_device pd;
+        struct bsg_verdict v;
+        uint64_t generation;
+        bool has_slot;
+        char slot[BSG_SLOT_MAX];
+        char base[256];
+        const char *slot_scheme; /* where the slot came from: "rauc", "partsets", "label" */
+        const char *partlabel, *partuuid; /* NULL if none */
+        const char *disk;                 /* sysfs path of its whole disk, NULL if unknown */
+        bool from_record; /* fields from the inventory (this invocation did not read the device) */
+        bool unanswered;  /* read in this invocation and the read failed (timeout, EIO): not handed to
+                           * the kernel, whatever its record says */
+        bool registered;  /* this helper registered it and has not forgotten it (from the inventory) */
+        bool target_group; /* the event's device, or a device of its filesystem */
+};
+
+/* The seal (seal.c): what the last whole decision under the lock covered (a hash of every input
+ * besides the inventory's records, the set of block devices, the inventory file it saved), what it
+ * worked out for the whole set (active slot, booted disk, skip list) and every device's verdict. It
+ * is written only when the kernel reached the decided state (no error, every scan device registered,
+ * nothing left to forget, nothing in doubt). While the seal holds, an event whose own device's
+ * record is unchanged in everything the policy reads decides its filesystem's devices alone, from
+ * their records: the verdicts of all others are the sealed ones, since none of their inputs changed. */
+struct bsg_seal {
+        uint64_t ctx_hash, sys_hash;
+        uint64_t inv_id[3]; /* inode, size, mtime (ns) of RUNDIR/devices as saved */
+        bool have_active_slot;
+        int slot_source;
+        char active_slot[BSG_SLOT_MAX];
+        char *booted_disk, *root_disk, *skip_list;
+        char *text;           /* the whole file */
+        const char *groups;   /* in text: "g FSID MAJ:MIN..." lines, filesystems of two or more devices */
+        size_t groups_len;
+        const char *verdicts; /* in text: "MAJ:MIN DECISION REASON" lines, by device number */
+};
+
+/* A record the event loaded alone (c->partial), and where its line is in c->inv_text. */
+struct partial_line {
+        dev_t devnum;
+        size_t start, end;
+};
+
+struct ctx {
+        enum verb verb;
+        bool dry_run, verbose, json, print_cmdline;
+        const char *write_modprobe;
+        const char *config_path;
+        const char *devnode; /* udev */
+        enum udev_action action;
+        double read_timeout, lock_timeout;
+        uint64_t read_deadline; /* set at start: the budget of the superblock reads */
+        uint64_t lock_deadline; /* set when the lock is first asked for; kernel actions get it again */
+
+        struct bsg_config config;
+        char *cmdline;
+        char *mountinfo;
+        struct bsg_mount_sources mount_sources; /* of mountinfo, for the self_mounted test */
+        char *root_source;
+        struct bsg_kernel_caps caps;
+        uint8_t (*mounted)[BSG_UUID_SIZE];
+        size_t n_mounted;
+        struct bsg_devs devs;
+        struct bsg_state state;
+        struct entry *e;
+        size_t n;
+        char active_slot[BSG_SLOT_MAX];
+        enum bsg_slot_source slot_source;
+        bool have_active_slot;
+        bool doubt_all;  /* enumeration or inventory failed: every btrfs device is in doubt */
+        struct bsg_rauc_conf rauc;      /* slots from RAUC's system.conf (issue 12) */
+        dev_t *rauc_rdev;               /* the device number each rauc slot's device= names, 0 unknown */
+        struct bsg_partsets partsets;   /* SteamOS partsets */
+        char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
+        char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
+        char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        uint64_t ctx_hash;              /* every input of the decision besides the records (seal.c) */
+        uint64_t sys_hash;              /* the device numbers the decision covered */
+        bool have_sys_hash;
+        struct bsg_seal seal;
+        bool have_seal;                 /* seal loaded and its ctx_hash is this run's */
+        bool partial;                   /* c->state holds the event's filesystem only (seal.c) */
+        bool partial_inputs_changed;    /* with partial: a saved record changed more than its generation */
+        char *inv_text;                 /* with partial: the inventory text the records came from */
+        struct partial_line *lines;
+        size_t n_lines;
+        char errors[512];
+        char actions[8192];
+};
+
+/* messages (gate.c) */
+extern bool arg_verbose;
+/* log_msg: a warning or an error: to stderr and to the journal (log.c); log_debug: stderr only */
+void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_msg_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define log_debug(...)                                                                                  \
+        do {                                                                                            \
+                if (arg_verbose)                                                                        \
+                        log_msg_debug(__VA_ARGS__);                                                     \
+        } while (0)
+/* the journal's line for the decision of entry E, if it changed since the last one logged */
+struct entry;
+void log_decision(const struct entry *e);
+void add_token(char *buf, size_t size, const char *token);
+void add_error(struct ctx *c, const char *token);
+void ctx_done(struct ctx *c);
+/* The helper's own ELF build ID (the note the linker writes), for the seal's hash: a rebuilt helper
+ * does not trust its predecessor's seal. Returns 0 or -ENOENT (linked without one). */
+int bsg_build_id(const void **ret_id, size_t *ret_len);
+
+/* inventory.c: everything a decision needs, then the decision. Unless dry-run or status, takes the
+ * lock first: *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0
+ * or -errno (nothing could be decided). */
+int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd);
+/* Writes what this invocation read into the state (records of btrfs devices). */
+void record_all(struct ctx *c);
+
+/* plan.c (pure) */
+void plan_decide(struct entry *e, size_t n, enum bsg_clone_policy clone_policy);
+/* The sorted skip list of the verdicts. Returns 0, -E2BIG (truncated list, *ret_dropped says how
+ * many were left out), -ENOMEM. */
+int plan_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret_dropped);
+/* The same list in names that survive a reboot, for --write-modprobe and --print-cmdline: a partition
+ * as PARTUUID=<uuid> when no other device carries that PARTUUID, else its path. */
+int plan_stable_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret_dropped);
+/* ID_BTRFS_READY without the kernel: every devid of T's fs among the copies that count. */
+bool plan_all_devices_present(const struct entry *e, size_t n, const struct entry *t, bool scanned_only);
+
+enum plan_action_type {
+        PLAN_SKIP_LIST, /* write the skip list */
+        PLAN_FORGET,    /* BTRFS_IOC_FORGET_DEV of an entry this helper registered that is no longer scan */
+        PLAN_SCAN,      /* BTRFS_IOC_SCAN_DEV */
+        PLAN_READY,     /* BTRFS_IOC_DEVICES_READY (the event's own device: its answer is ID_BTRFS_READY) */
+        PLAN_UNREADABLE, /* a scan device not read in this run: not handed to the kernel */
+};
+
+struct plan_action {
+        enum plan_action_type type;
+        size_t entry; /* index into the entries; unused for PLAN_SKIP_LIST */
+};
+
+struct plan {
+        struct plan_action *v;
+        size_t n;
+        char *skip_list;
+        size_t dropped; /* devices left out of a truncated skip list */
+        bool truncated;
+};
+
+enum plan_mode {
+        PLAN_MODE_EVENT,     /* one event: forgets limited to what this helper registered and to the
+                              * event's filesystem */
+        PLAN_MODE_RECONCILE, /* every device, from the inventory */
+        PLAN_MODE_BOOT,      /* every device, read now: every scan device is scanned */
+};
+
+/* Whether the event's device E needs no kernel action of its own: this helper registered and checked
+ * it earlier and this event did not read it (coldplug after boot); readiness comes from the inventory. */
+bool plan_target_registered(const struct entry *e);
+
+/* The kernel actions that bring the kernel to the decided state for every entry, in the one order
+ * (skip list, scans, forgets). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
+ * Returns 0 or -ENOMEM. */
+int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mode, struct plan *ret_plan);
+void plan_done(struct plan *p);
+
+/* Whether the kernel is in the decided state for these entries as far as this helper knows: nothing
+ * in doubt or unanswered, every scan device registered, nothing left to forget. */
+bool plan_settled(const struct entry *e, size_t n);
+
+/* seal.c */
+int seal_load(struct bsg_seal *ret);
+/* The identity of RUNDIR/devices (inode, size, mtime): every save renames a new file over it. */
+int seal_inventory_id(uint64_t ret[3]);
+/* The devices of FSID's filesystem as the seal saw them: *ret_devnums, a new array (empty for a
+ * filesystem of one device). Returns 0 or -errno. */
+int seal_group(const struct bsg_seal *s, const uint8_t fsid[BSG_UUID_SIZE], dev_t **ret_devnums, size_t *ret_n);
+/* The sealed verdict of DEVNUM. Returns false if the seal has none. */
+bool seal_verdict(const struct bsg_seal *s, dev_t devnum, struct bsg_verdict *ret);
+void seal_done(struct bsg_seal *s);
+/* After the inventory was saved: writes the seal of this decision when the kernel is in its state
+ * (SKIP_LIST is the whole list the kernel was given), else removes it. */
+void seal_update(struct ctx *c, const char *skip_list);
+/* With c->partial: whether every entry's verdict is its sealed one (else the event decides the whole set). */
+bool seal_verdicts_hold(const struct ctx *c);
+/* With c->partial: saves the changed records into the inventory text. Returns 0 or -errno. */
+int seal_save_partial(struct ctx *c);
+
+/* executor.c */
+void apply_skip_list(struct ctx *c, const char *list);
+/* Performs P: the skip list here, then the scans and forgets through the control node in a child
+ * process bounded by the lock budget (LOCK_FD is closed in the child). Without the control node only
+ * the skip list is written (said in c->errors). *ret_ready is the answer of PLAN_READY (-1 when there
+ * was none). */
+void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_ready);
+int write_modprobe(const char *path, const char *list);
+
+/* the verbs */
+int run_udev(struct ctx *c);
+int run_boot(struct ctx *c);
+int run_status(struct ctx *c);
+int run_reconcile(struct ctx *c);

@@ -1,0 +1,1012 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The inventory: everything a decision needs (configuration, kernel state, block devices and their
+ * superblocks, the inventory file under the run directory), merged into one table of entries, then
+ * decided. I/O.
+ *
+ * `boot` and `status` enumerate every block device and read each once. A `udev` event reads its own
+ * device once (or not at all: an `add` of a device whose inventory entry still has its identity) and
+ * takes every other device from the inventory; a `remove` event reads nothing and deletes the entry.
+ * `reconcile` reads nothing. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cmdline.h"
+#include "hash.h"
+#include "gate.h"
+#include "skiplist.h"
+#include "superblock.h"
+#include "util.h"
+
+static void config_diag(const char *filename, unsigned line, const char *message, void *userdata)
+{
+        log_msg("%s:%u: %s, ignoring line", filename, line, message);
+        add_error(userdata, "config-invalid");
+}
+
+static void load_config(struct ctx *c)
+{
+        const char *path = c->config_path ? c->config_path : bsg_config_path();
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r;
+
+        bsg_config_init(&c->config);
+        r = bsg_read_file(path, 65536, &text, &len);
+        bsg_hash_str(&c->ctx_hash, path);
+        bsg_hash_update(&c->ctx_hash, &r, sizeof(r));
+        if (r >= 0)
+                bsg_hash_update(&c->ctx_hash, text, len);
+        if (r == -ENOENT && !c->config_path)
+                return;
+        if (r < 0) {
+                log_msg("cannot read %s, using defaults: %s", path, strerror(-r));
+                add_error(c, "config-unreadable");
+                return;
+        }
+        bsg_config_parse(text, len, path, &c->config, config_diag, c);
+}
+
+#define LOADER_DEVICE_PARTUUID "/sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+/* What of the kernel's state the decision reads, into the seal's hash (gate.h): the command line,
+ * the root's and every device mount's source, the capabilities, the mounted filesystems and their
+ * members, the booted ESP. Sets of things are summed, so their order does not matter. */
+static void hash_kernel_state(struct ctx *c)
+{
+        uint64_t *h = &c->ctx_hash, sum = 0;
+        const void *build_id;
+        size_t build_id_len;
+
+        /* the decision's code too: an upgraded helper does not trust its predecessor's seal */
+        bsg_hash_str(h, BSG_VERSION);
+        if (bsg_build_id(&build_id, &build_id_len) == 0)
+                bsg_hash_update(h, build_id, build_id_len);
+
+        bsg_hash_str(h, c->cmdline);
+        bsg_hash_str(h, c->root_source);
+        for (size_t i = 0; i < c->mount_sources.n; i++)
+                if (c->mount_sources.v[i].len && c->mount_sources.v[i].p[0] == '/')
+                        bsg_hash_update(h, c->mount_sources.v[i].p, c->mount_sources.v[i].len);
+        const bool caps[] = {c->caps.control, c->caps.skip_scan, c->caps.skip_scan_writable,
+                             c->caps.virtual_fsid, c->caps.temp_fsid};
+        bsg_hash_update(h, caps, sizeof(caps));
+        for (size_t i = 0; i < c->n_mounted; i++) {
+                uint64_t x = 0;
+                bsg_hash_update(&x, c->mounted[i], BSG_UUID_SIZE);
+                sum += x;
+        }
+        sum += bsg_mounted_members_hash();
+        bsg_hash_update(h, &sum, sizeof(sum));
+        bsg_hash_str(h, c->loader_partuuid);
+}
+
+static void load_kernel_state(struct ctx *c)
+{
+        int r;
+
+        if (bsg_read_file(bsg_cmdline_path(), 65536, &c->cmdline, NULL) < 0)
+                c->cmdline = NULL;
+        if (bsg_read_file(bsg_mountinfo_path(), 4 * 1024 * 1024, &c->mountinfo, NULL) < 0)
+                c->mountinfo = NULL;
+        if (c->mountinfo && bsg_mountinfo_root_source(c->mountinfo, &c->root_source) < 0)
+                c->root_source = NULL;
+        if (c->mountinfo && bsg_mount_sources_parse(c->mountinfo, &c->mount_sources) < 0) {
+                /* no device counts as a mount's source: the policy's exemptions for mounted devices
+                 * are not given (fail closed); a forget of a device in use the kernel refuses */
+                log_msg("cannot index the mount sources: %s", strerror(ENOMEM));
+                add_error(c, "out-of-memory");
+        }
+        bsg_kernel_caps(&c->caps);
+        r = bsg_mounted_fsids(&c->mounted, &c->n_mounted);
+        if (r < 0) {
+                log_msg("cannot list mounted btrfs filesystems, assuming none: %s", strerror(-r));
+                c->mounted = NULL;
+                c->n_mounted = 0;
+        }
+        _cleanup_free_ char *efivar = NULL;
+        size_t len = 0;
+        if (bsg_read_file(LOADER_DEVICE_PARTUUID, 256, &efivar, &len) >= 0)
+                (void)bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
+        hash_kernel_state(c);
+}
+
+static bool fsid_is_mounted(const struct ctx *c, const uint8_t fsid[BSG_UUID_SIZE])
+{
+        for (size_t i = 0; i < c->n_mounted; i++)
+                if (memcmp(c->mounted[i], fsid, BSG_UUID_SIZE) == 0)
+                        return true;
+        return false;
+}
+
+/* The whole disk D is on: its sysfs path, or its parent directory's for a partition. */
+static void disk_of(const struct bsg_dev *d, char *buf, size_t size)
+{
+        const char *slash = d->syspath ? strrchr(d->syspath, '/') : NULL;
+
+        if (!d->syspath)
+                buf[0] = '\0';
+        else if (d->partition && slash)
+                snprintf(buf, size, "%.*s", (int)(slash - d->syspath), d->syspath);
+        else
+                snprintf(buf, size, "%s", d->syspath);
+}
+
+/* The disk that booted (issue 10 item 2): the active slot is on it. */
+static void find_booted_disk(struct ctx *c, struct bsg_partition *parts)
+{
+        int i = bsg_booted_partition(c->cmdline, c->loader_partuuid, parts, c->n);
+        if (i >= 0 && c->e[i].disk && c->e[i].disk[0])
+                c->booted_disk = strdup(c->e[i].disk);
+        /* the ESP and the root may be on two disks: the root's names the booted root too */
+        i = bsg_root_partition(c->cmdline, parts, c->n);
+        if (c->booted_disk && i >= 0 && c->e[i].disk && c->e[i].disk[0] && !streq(c->e[i].disk, c->booted_disk))
+                c->root_disk = strdup(c->e[i].disk);
+}
+
+/* Whether E is on the disk that booted, or on the root's (true while that disk is unknown). */
+static bool on_booted_disk(const struct ctx *c, const struct entry *e)
+{
+        if (!c->booted_disk)
+                return true;
+        return e->disk && (streq(e->disk, c->booted_disk) || streq_ptr(e->disk, c->root_disk));
+}
+
+/* Active slot from the config, the command line, or the mounted root; PARTS from the entries. */
+static void find_active_slot(struct ctx *c)
+{
+        _cleanup_free_ struct bsg_partition *parts = calloc(c->n + 1, sizeof(*parts));
+        _cleanup_free_ char(*uuids)[37] = calloc(c->n + 1, sizeof(*uuids));
+
+        if (!parts || !uuids)
+                return;
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                parts[i].devnode = e->devnode;
+                parts[i].partlabel = e->partlabel;
+                parts[i].partuuid = e->partuuid;
+                parts[i].hotpluggable = e->pd.hotpluggable;
+                parts[i].disk = e->disk && e->disk[0] ? e->disk : NULL;
+                if (e->pd.state == BSG_DEV_BTRFS) {
+                        bsg_uuid_format(e->pd.fsid, uuids[i]);
+                        parts[i].fsuuid = uuids[i];
+                }
+        }
+        c->have_active_slot = bsg_active_slot(&c->config, c->cmdline, parts, c->n, c->root_source,
+                                              c->active_slot, &c->slot_source) >= 0;
+        /* SteamOS's `self` partset (written from the ESP that booted) outranks root=, steamos.efi=
+         * label suffixes and the mounted root; the config and explicit slot parameters outrank it */
+        const char *set;
+        if (bsg_partsets_active(&c->partsets, &set) >= 0 &&
+            (!c->have_active_slot || c->slot_source == BSG_SLOT_SOURCE_STEAMOS ||
+             c->slot_source == BSG_SLOT_SOURCE_ROOT || c->slot_source == BSG_SLOT_SOURCE_MOUNTED_ROOT) &&
+            bsg_slot_normalize(set, c->active_slot) >= 0) {
+                c->have_active_slot = true;
+                c->slot_source = BSG_SLOT_SOURCE_PARTSETS;
+        }
+        find_booted_disk(c, parts);
+}
+
+static void entry_from_record(struct entry *e, const struct bsg_record *rec)
+{
+        switch (rec->kind) {
+        case BSG_RECORD_BTRFS:
+                e->pd.state = BSG_DEV_BTRFS;
+                memcpy(e->pd.fsid, rec->fsid, BSG_UUID_SIZE);
+                memcpy(e->pd.dev_uuid, rec->dev_uuid, BSG_UUID_SIZE);
+                e->pd.storage_id = rec->storage_id;
+                e->pd.devid = rec->devid;
+                e->pd.num_devices = rec->num_devices;
+                e->pd.seeding = rec->seeding;
+                e->generation = rec->generation;
+                break;
+        case BSG_RECORD_INVALID:
+                e->pd.state = BSG_DEV_INVALID;
+                break;
+        case BSG_RECORD_UNKNOWN:
+                e->pd.state = BSG_DEV_UNKNOWN;
+                break;
+        default:
+                e->pd.state = BSG_DEV_NOT_BTRFS;
+                break;
+        }
+        /* as the read that made the record found it: a verdict does not depend on whether this run
+         * read the device */
+        e->pd.partitioned_disk = rec->partitioned && (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID);
+        e->from_record = true;
+}
+
+/* Whether REC (the inventory's) describes the device D enumerated or stat()ed now. */
+static bool record_is_of(const struct bsg_record *rec, const struct bsg_dev *d)
+{
+        return rec->devnum == d->devnum && (!rec->diskseq || !d->diskseq || rec->diskseq == d->diskseq) &&
+               (!rec->size || !d->size || rec->size == d->size);
+}
+
+static void rauc_diag(unsigned line, const char *message, void *userdata)
+{
+        struct ctx *c = userdata;
+        log_msg("%s:%u: %s", c->config.rauc_system_conf, line, message);
+}
+
+/* Slots from the platform (issue 12): RAUC's system.conf, SteamOS's partset files. Missing files are
+ * no error; a broken one is said and left out. */
+static void load_platform_slots(struct ctx *c)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        DIR *dir;
+        struct dirent *de;
+
+        uint64_t sum = 0;
+
+        /* the slots are inputs of the decision: into the seal's hash (the config's path names them) */
+        if (!isempty(c->config.rauc_system_conf) &&
+            bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len) >= 0) {
+                bsg_hash_update(&c->ctx_hash, text, len);
+                if (bsg_rauc_parse(text, len, &c->rauc, rauc_diag, c) >= 0)
+                        c->rauc_rdev = calloc(c->rauc.n + 1, sizeof(dev_t));
+                for (size_t i = 0; c->rauc_rdev && i < c->rauc.n; i++) {
+                        struct stat st;
+                        if (stat(c->rauc.v[i].device, &st) == 0 && S_ISBLK(st.st_mode))
+                                c->rauc_rdev[i] = st.st_rdev;
+                        bsg_hash_update(&c->ctx_hash, &c->rauc_rdev[i], sizeof(dev_t));
+                }
+        }
+        if (isempty(c->config.steamos_partsets) || !(dir = opendir(c->config.steamos_partsets)))
+                return;
+        while ((de = readdir(dir))) {
+                char path[PATH_MAX];
+                _cleanup_free_ char *body = NULL;
+                if (de->d_name[0] == '.' ||
+                    (size_t)snprintf(path, sizeof(path), "%s/%s", c->config.steamos_partsets, de->d_name) >= sizeof(path) ||
+                    bsg_read_file(path, 65536, &body, &len) < 0)
+                        continue;
+                uint64_t h = 0;
+                bsg_hash_str(&h, de->d_name);
+                bsg_hash_update(&h, body, len);
+                sum += h;
+                if (bsg_partsets_add(&c->partsets, de->d_name, body, len) == -ENOMEM)
+                        break;
+        }
+        closedir(dir);
+        bsg_hash_update(&c->ctx_hash, &sum, sizeof(sum));
+}
+
+/* The slot of D from the platform: RAUC (device= names its device number; slot = bootname, base =
+ * slot class), else SteamOS partsets (its PARTUUID in one ordinary set; slot = set, base = name).
+ * Returns 1 when one of them names it. */
+static int platform_slot(const struct ctx *c, struct entry *e)
+{
+        const char *set, *name;
+
+        for (size_t i = 0; c->rauc_rdev && i < c->rauc.n; i++) {
+                const struct bsg_rauc_slot *s = &c->rauc.v[i];
+                if (e->devnum && c->rauc_rdev[i] == e->devnum && bsg_slot_normalize(s->bootname, e->slot) >= 0) {
+                        snprintf(e->base, sizeof(e->base), "%s", s->class_);
+                        e->slot_scheme = "rauc";
+                        return 1;
+                }
+        }
+        if (bsg_partsets_slot_of(&c->partsets, e->partuuid, &set, &name) > 0 &&
+            bsg_slot_normalize(set, e->slot) >= 0) {
+                snprintf(e->base, sizeof(e->base), "%s", name);
+                e->slot_scheme = "partsets";
+                return 1;
+        }
+        return 0;
+}
+
+/* What the security predicates need of a read device (issue 10 items 1 and 8). */
+static void security_fields(struct entry *e, const struct bsg_dev *d)
+{
+        memcpy(e->pd.dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE);
+        e->pd.storage_id = d->storage_id;
+        e->pd.partitioned_disk = d->partitioned;
+}
+
+/* bsg_mounted_member() of a device known only from its record: its kernel name from its number. */
+static bool mounted_member_by_devnum(dev_t devnum)
+{
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        return name && bsg_mounted_member(name);
+}
+
+static int entries_build(struct ctx *c)
+{
+        c->e = calloc(c->devs.n + c->state.n + 1, sizeof(struct entry));
+        if (!c->e)
+                return -ENOMEM;
+        c->n = 0;
+        for (size_t i = 0; i < c->devs.n; i++) {
+                struct bsg_dev *d = &c->devs.v[i];
+                struct entry *e = &c->e[c->n++];
+                struct bsg_record *rec = d->devnum ? bsg_state_find(&c->state, d->devnum) : NULL;
+                bool read = d->read_result >= 0 && !d->skip_read;
+
+                if (rec && (!record_is_of(rec, d) ||
+                            (read && (d->parse_result != 0 || rec->kind != BSG_RECORD_BTRFS ||
+                                      memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) != 0 ||
+                                      rec->devid != d->sb.devid)))) {
+                        /* the record is of another device that had this number (media replugged):
+                         * neither its label nor its registration belong to this one */
+                        log_debug("%s: inventory entry of an earlier device with this number dropped", d->devnode);
+                        bsg_state_remove(&c->state, d->devnum);
+                        rec = NULL;
+                }
+                e->devnode = d->devnode;
+                e->devnum = d->devnum;
+                e->dev = (ssize_t)i;
+                e->pd.devnode = d->devnode;
+                e->pd.hotpluggable = d->hotpluggable || (rec && rec->hotpluggable);
+                e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
+                e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
+                if (d->parse_result == 0) {
+                        e->pd.state = BSG_DEV_BTRFS;
+                        memcpy(e->pd.fsid, d->sb.fsid, BSG_UUID_SIZE);
+                        e->pd.devid = d->sb.devid;
+                        e->pd.num_devices = d->sb.num_devices;
+                        e->pd.seeding = bsg_superblock_is_seed(&d->sb);
+                        e->generation = d->sb.generation;
+                        security_fields(e, d);
+                } else if ((d->read_result < 0 || d->skip_read) && rec && !d->skip_read_why)
+                        /* not read now (an `add` whose entry is current), or unreadable now (timeout,
+                         * EIO): what it was when it was last read */
+                        entry_from_record(e, rec);
+                else if (d->read_result == -ETIMEDOUT || (d->skip_read && !d->skip_read_why))
+                        e->pd.state = BSG_DEV_UNKNOWN; /* nothing known: it may be anyone's twin */
+                else if (e->unanswered && d->read_result != -ENOENT && d->read_result != -ENXIO &&
+                         d->read_result != -ENODEV && d->read_result != -ENOMEDIUM && d->read_result != -EISDIR)
+                        /* unreadable now and never read before (EIO, EACCES...): a device that fails
+                         * our read may still answer the kernel's, so it is listed (fail closed) */
+                        e->pd.state = BSG_DEV_UNREADABLE;
+                else
+                        e->pd.state = d->parse_result == BSG_SB_INVALID ? BSG_DEV_INVALID : BSG_DEV_NOT_BTRFS;
+                if (!d->partlabel && rec && rec->partlabel) {
+                        /* the label an earlier event of this device gave (udev env), not visible in sysfs */
+                        d->partlabel = strdup(rec->partlabel);
+                        if (!d->partlabel)
+                                return -ENOMEM;
+                }
+                if (!d->partuuid && rec && rec->partuuid) {
+                        d->partuuid = strdup(rec->partuuid);
+                        if (!d->partuuid)
+                                return -ENOMEM;
+                }
+                e->partlabel = d->partlabel;
+                e->partuuid = d->partuuid;
+                if (!d->disk) {
+                        char disk[PATH_MAX];
+                        disk_of(d, disk, sizeof(disk));
+                        if (disk[0] && !(d->disk = strdup(disk)))
+                                return -ENOMEM;
+                        if (!d->disk && rec && rec->disk && !(d->disk = strdup(rec->disk)))
+                                return -ENOMEM;
+                }
+                e->disk = d->disk;
+                /* the enumeration marks partitioned disks; a device an event added alone is asked
+                 * of sysfs (its own event must not scan a stale whole-disk superblock either) */
+                e->pd.partitioned_disk = e->pd.partitioned_disk || d->partitioned ||
+                                         (!d->partition && d->devnum &&
+                                          (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
+                                          bsg_devnum_partitioned_disk(d->devnum));
+        }
+        /* the other devices of the inventory */
+        for (size_t k = 0; k < c->state.n; k++) {
+                struct bsg_record *rec = &c->state.v[k];
+                bool known = false;
+                for (size_t i = 0; i < c->devs.n && !known; i++)
+                        known = c->devs.v[i].devnum == rec->devnum;
+                if (known)
+                        continue;
+                struct entry *e = &c->e[c->n++];
+                e->devnode = rec->devnode;
+                e->devnum = rec->devnum;
+                e->dev = -1;
+                e->pd.devnode = rec->devnode;
+                e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
+                e->pd.hotpluggable = rec->hotpluggable;
+                e->partlabel = rec->partlabel;
+                e->partuuid = rec->partuuid;
+                e->disk = rec->disk;
+                entry_from_record(e, rec);
+        }
+        if (!c->partial)
+                find_active_slot(c); /* after the labels from the inventory are in */
+        for (size_t i = 0; i < c->n; i++) {
+                struct entry *e = &c->e[i];
+                /* a hot-pluggable device never has a slot (issue 10 item 2) */
+                if (!e->pd.hotpluggable && platform_slot(c, e))
+                        e->has_slot = true;
+                else if (!e->pd.hotpluggable && bsg_slot_from_label(e->partlabel, &c->config, e->slot, e->base) > 0) {
+                        e->has_slot = true;
+                        e->slot_scheme = "label";
+                }
+                e->pd.slot_active = e->has_slot && c->have_active_slot && streq(e->slot, c->active_slot) &&
+                                    on_booted_disk(c, e);
+                if (c->doubt_all && e->pd.state == BSG_DEV_BTRFS)
+                        e->pd.state = BSG_DEV_UNKNOWN;
+                if (e->pd.state == BSG_DEV_BTRFS)
+                        e->pd.fsid_mounted = fsid_is_mounted(c, e->pd.fsid);
+                /* read now or known from its record alike (a verdict must not depend on which) */
+                if (e->pd.fsid_mounted)
+                        e->pd.mounted_member = e->dev >= 0 ? bsg_mounted_member(c->devs.v[e->dev].sysname)
+                                                           : mounted_member_by_devnum(e->devnum);
+                /* the hijack guard and the forgets ask: by identity (the mount opened this block
+                 * device: /dev/root, /dev/mapper/x for dm-N), else by the name mountinfo shows */
+                if (e->pd.state == BSG_DEV_BTRFS)
+                        e->pd.self_mounted = e->pd.mounted_member ||
+                                             bsg_mount_sources_has(&c->mount_sources, e->devnode);
+                struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
+                e->registered = rec && rec->registered;
+        }
+        return 0;
+}
+
+/* The inventory record of what D's read found, or -ENODATA when the read told nothing (not read,
+ * failed with nothing known before). */
+static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool registered, struct bsg_record *ret)
+{
+        struct bsg_record rec = {
+                .devnum = d->devnum,
+                .diskseq = d->diskseq,
+                .size = d->size,
+                .hotpluggable = d->hotpluggable,
+                .devnode = d->devnode,
+                .partlabel = d->partlabel,
+                .partuuid = d->partuuid,
+                .disk = d->disk,
+                .registered = registered,
+                .partitioned = e->pd.partitioned_disk,
+        };
+
+        if (!d->devnum)
+                return -ENODATA;
+        if (e->pd.state == BSG_DEV_UNKNOWN && d->read_result == -ETIMEDOUT)
+                rec.kind = BSG_RECORD_UNKNOWN;
+        else if (d->skip_read && d->skip_read_why && streq(d->skip_read_why, "no media"))
+                rec.kind = BSG_RECORD_NOT_BTRFS;
+        else if (d->read_result < 0 || d->skip_read)
+                return -ENODATA;
+        else if (d->parse_result == 0) {
+                rec.kind = BSG_RECORD_BTRFS;
+                memcpy(rec.fsid, d->sb.fsid, BSG_UUID_SIZE);
+                memcpy(rec.dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE);
+                rec.storage_id = d->storage_id;
+                rec.devid = d->sb.devid;
+                rec.num_devices = d->sb.num_devices;
+                rec.generation = d->sb.generation;
+                rec.seeding = bsg_superblock_is_seed(&d->sb);
+        } else
+                rec.kind = d->parse_result == BSG_SB_INVALID ? BSG_RECORD_INVALID : BSG_RECORD_NOT_BTRFS;
+        *ret = rec;
+        return 0;
+}
+
+/* An entry taken from its record (an `add` whose entry is current) still brings what its event
+ * knows that the record lacks: the partition label and UUID (a `boot` before udev's database
+ * existed could not see the UUID, and root=PARTUUID= needs it for the active slot). */
+static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d)
+{
+        char **fields[] = {&rec->partlabel, &rec->partuuid};
+        const char *now[] = {d->partlabel, d->partuuid};
+
+        for (size_t k = 0; k < ELEMENTSOF(fields); k++) {
+                if (isempty(now[k]) || streq_ptr(*fields[k], now[k]))
+                        continue;
+                char *s = strdup(now[k]);
+                if (!s)
+                        return -ENOMEM;
+                free(*fields[k]);
+                *fields[k] = s;
+                state->changed = true;
+        }
+        return 0;
+}
+
+void record_all(struct ctx *c)
+{
+        for (size_t i = 0; i < c->n; i++) {
+                struct entry *e = &c->e[i];
+                struct bsg_record rec;
+
+                if (e->dev < 0)
+                        continue;
+                struct bsg_record *old = bsg_state_find(&c->state, e->devnum);
+                if (e->from_record) {
+                        if (old && record_refresh_names(&c->state, old, &c->devs.v[e->dev]) < 0)
+                                add_error(c, "out-of-memory");
+                        continue;
+                }
+                if (record_of_read(&c->devs.v[e->dev], e, old && old->registered, &rec) < 0)
+                        continue;
+                if (bsg_state_put(&c->state, &rec) < 0)
+                        add_error(c, "out-of-memory");
+        }
+}
+
+/* Whether REC, the inventory's, still says of D (just read, or not read: an `add` whose entry is
+ * current) everything the policy reads of it. Its generation may have moved. */
+static bool record_still_holds(const struct bsg_record *rec, const struct bsg_dev *d)
+{
+        char disk[PATH_MAX];
+
+        if (!record_is_of(rec, d) || rec->kind == BSG_RECORD_UNKNOWN || !streq_ptr(rec->devnode, d->devnode) ||
+            (d->hotpluggable && !rec->hotpluggable) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
+            (d->partuuid && !streq_ptr(d->partuuid, rec->partuuid)))
+                return false;
+        disk_of(d, disk, sizeof(disk));
+        if (disk[0] && !streq_ptr(disk, rec->disk))
+                return false;
+        if (d->skip_read)
+                return !d->skip_read_why;
+        if (d->read_result < 0)
+                return false;
+        if (d->parse_result == BSG_SB_INVALID)
+                return rec->kind == BSG_RECORD_INVALID;
+        if (d->parse_result != 0)
+                return rec->kind == BSG_RECORD_NOT_BTRFS;
+        return rec->kind == BSG_RECORD_BTRFS && memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) == 0 &&
+               memcmp(rec->dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE) == 0 && rec->devid == d->sb.devid &&
+               rec->num_devices == d->sb.num_devices && rec->seeding == bsg_superblock_is_seed(&d->sb) &&
+               streq_ptr(rec->storage_id, d->storage_id);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+        const struct partial_line *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Parses the inventory line that starts at START in c->inv_text into c->state, remembering where it
+ * is. Returns 0, or -errno (-EINVAL: not a record line). */
+static int partial_put(struct ctx *c, const char *start, struct bsg_record *ret_rec)
+{
+        const char *text = c->inv_text, *end = strchrnul(start, '\n');
+        struct bsg_record rec;
+        int r;
+
+        _cleanup_free_ char *line = strndup(start, (size_t)(end - start));
+        if (!line)
+                return -ENOMEM;
+        r = bsg_record_parse(line, &rec);
+        if (r < 0)
+                return r;
+        struct partial_line *nv = realloc(c->lines, (c->n_lines + 1) * sizeof(*nv));
+        if (!nv || bsg_state_put(&c->state, &rec) < 0) {
+                c->lines = nv ? nv : c->lines;
+                bsg_record_done(&rec);
+                return -ENOMEM;
+        }
+        c->lines = nv;
+        c->lines[c->n_lines++] = (struct partial_line){rec.devnum, (size_t)(start - text), (size_t)(end - text)};
+        if (ret_rec)
+                *ret_rec = rec;
+        else
+                bsg_record_done(&rec);
+        return 0;
+}
+
+/* Back to the whole set: what load_partial() loaded is dropped. */
+static void partial_drop(struct ctx *c)
+{
+        bsg_state_free(&c->state);
+        c->state = (struct bsg_state){0};
+        free(c->lines);
+        c->lines = NULL;
+        c->n_lines = 0;
+        free(c->inv_text);
+        c->inv_text = NULL;
+        free(c->booted_disk);
+        free(c->root_disk);
+        c->booted_disk = c->root_disk = NULL;
+        c->partial = false;
+}
+
+/* The event's filesystem alone from the inventory (c->partial), when the seal holds: same inputs
+ * (checked by the caller: hash and device set), no marker pending, the inventory file the one the
+ * seal saw, and D's record still saying what D says. Returns true if it loaded. */
+static bool load_partial(struct ctx *c, const struct bsg_dev *d)
+{
+        uint64_t id[3];
+        char path[4200];
+        struct bsg_record rec = {0};
+        bool ok = false;
+
+        struct bsg_seal now = {0};
+        /* the seal read before the lock is still the seal: no event sealed anew in between */
+        bool same = c->have_seal && seal_load(&now) >= 0 && streq(now.text, c->seal.text);
+        seal_done(&now);
+        if (!same || !d->devnum || bsg_pending_any(bsg_rundir_path()) || seal_inventory_id(id) < 0 ||
+            memcmp(id, c->seal.inv_id, sizeof(id)) != 0) {
+                log_debug("seal of another inventory, or markers pending: deciding every device");
+                return false;
+        }
+        snprintf(path, sizeof(path), "%s/devices", bsg_rundir_path());
+        if (bsg_read_file(path, STATE_TEXT_MAX, &c->inv_text, NULL) < 0)
+                return false;
+        const char *at = bsg_state_text_find(c->inv_text, d->devnum);
+        if (!at || partial_put(c, at, &rec) < 0)
+                goto out;
+        if (!record_still_holds(&rec, d)) {
+                log_debug("%s: not as its inventory entry says: deciding every device", d->devnode);
+                goto out;
+        }
+        if (rec.kind == BSG_RECORD_BTRFS) {
+                /* the other devices of its filesystem, as the seal lists them (it saw this inventory) */
+                _cleanup_free_ dev_t *group = NULL;
+                size_t n_group = 0;
+                if (seal_group(&c->seal, rec.fsid, &group, &n_group) < 0)
+                        goto out;
+                for (size_t i = 0; i < n_group; i++) {
+                        struct bsg_record other;
+                        if (group[i] == rec.devnum)
+                                continue;
+                        const char *line = bsg_state_text_find(c->inv_text, group[i]);
+                        if (!line || partial_put(c, line, &other) < 0)
+                                goto out;
+                        bool same_fs = other.kind == BSG_RECORD_BTRFS && memcmp(other.fsid, rec.fsid, BSG_UUID_SIZE) == 0;
+                        bsg_record_done(&other);
+                        if (!same_fs)
+                                goto out;
+                }
+        }
+        if (c->n_lines != c->state.n)
+                goto out; /* two lines of one device number: the whole set sorts that out */
+        if (c->n_lines > 1)
+                qsort(c->lines, c->n_lines, sizeof(c->lines[0]), cmp_line);
+        /* what the whole decision worked out of the whole set */
+        c->have_active_slot = c->seal.have_active_slot;
+        c->slot_source = (enum bsg_slot_source)c->seal.slot_source;
+        snprintf(c->active_slot, sizeof(c->active_slot), "%s", c->seal.active_slot);
+        if ((c->seal.booted_disk && !(c->booted_disk = strdup(c->seal.booted_disk))) ||
+            (c->seal.root_disk && !(c->root_disk = strdup(c->seal.root_disk))))
+                goto out;
+        c->state.changed = false;
+        ok = true;
+out:
+        bsg_record_done(&rec);
+        if (!ok)
+                partial_drop(c);
+        return ok;
+}
+
+/* Whether the inventory text TEXT (read without the lock) has an entry for D with D's identity: an
+ * `add` event of such a device needs no read (coldplug after `boot`). The entry is taken again under
+ * the lock, and if it went in between the device is in doubt. */
+static bool inventory_has(const char *text, const struct bsg_dev *d)
+{
+        struct bsg_record rec;
+        bool found = false;
+
+        if (!d->devnum || !text)
+                return false;
+        const char *p = bsg_state_text_find(text, d->devnum);
+        if (!p)
+                return false;
+        const char *end = strchrnul(p, '\n');
+        _cleanup_free_ char *line = strndup(p, (size_t)(end - p));
+        if (!line || bsg_record_parse(line, &rec) < 0)
+                return false;
+        found = record_is_of(&rec, d) && rec.kind != BSG_RECORD_UNKNOWN;
+        bsg_record_done(&rec);
+        return found;
+}
+
+/* The devices sysfs has and the inventory text does not (their events have not run yet: coldplug
+ * without `boot`, a disk whose partitions appear together, a hot-plugged twin) are added to the
+ * devices this event reads, so that a twin is known before its own event arrives whatever the order.
+ * Known devices are not opened: in the steady state this is one readdir. */
+static void add_unseen(struct ctx *c, const char *text, dev_t target)
+{
+        _cleanup_free_ dev_t *sys = NULL, *known = NULL;
+        size_t n_sys = 0, n_known = 0, cap = 0;
+
+        c->have_sys_hash = false; /* a sweep that fails covers nothing: no seal from this run */
+        if (bsg_sysfs_devnums(&sys, &n_sys, &c->sys_hash) < 0)
+                return; /* no sysfs: nothing else to know of */
+        c->have_sys_hash = true;
+        /* the device numbers the inventory has: the first field of each line, once */
+        for (const char *p = text; p && *p;) {
+                unsigned maj, min;
+                /* not sscanf(): it measures the whole rest of the file at every line */
+                if (*p != '#' && bsg_parse_devnum(p, &maj, &min, NULL) == 0) {
+                        if (n_known == cap) {
+                                dev_t *nv = realloc(known, (cap = cap ? 2 * cap : 256) * sizeof(*nv));
+                                if (!nv) {
+                                        add_error(c, "out-of-memory");
+                                        return;
+                                }
+                                known = nv;
+                        }
+                        known[n_known++] = makedev(maj, min);
+                }
+                p = strchr(p, '\n');
+                p = p ? p + 1 : NULL;
+        }
+        /* bsg_state_save() writes them sorted: sort only a file edited by hand */
+        bool sorted = true;
+        for (size_t i = 1; i < n_known && sorted; i++)
+                sorted = known[i - 1] < known[i];
+        if (!sorted)
+                qsort(known, n_known, sizeof(*known), bsg_devnum_compare);
+        /* the unseen ones, in device-number order (usually none: sort only those) */
+        size_t n_unseen = 0;
+        for (size_t i = 0; i < n_sys; i++)
+                if (sys[i] != target && !(n_known && bsearch(&sys[i], known, n_known, sizeof(*known), bsg_devnum_compare)))
+                        sys[n_unseen++] = sys[i];
+        if (n_unseen)
+                qsort(sys, n_unseen, sizeof(*sys), bsg_devnum_compare);
+        for (size_t i = 0; i < n_unseen; i++)
+                if (bsg_devs_add_devnum(&c->devs, sys[i]) == -ENOMEM)
+                        add_error(c, "out-of-memory");
+}
+
+static void log_reads(struct ctx *c)
+{
+        for (size_t i = 0; i < c->devs.n; i++) {
+                const struct bsg_dev *d = &c->devs.v[i];
+                if (d->read_result == -ETIMEDOUT)
+                        log_msg("%s: superblock read did not finish within the timeout, ignoring", d->devnode);
+                if (d->parse_result == BSG_SB_INVALID)
+                        log_msg("%s: invalid btrfs superblock: %s", d->devnode, d->problem);
+                if (d->parse_result == 0 && d->sb.csum_state == BSG_CSUM_NOT_VERIFIED)
+                        log_debug("%s: %s checksum not verified", d->devnode, bsg_csum_type_name(d->sb.csum_type));
+        }
+}
+
+static int take_lock(struct ctx *c)
+{
+        c->lock_deadline = bsg_now_usec() + (uint64_t)(c->lock_timeout * 1e6);
+        int fd = bsg_state_lock(bsg_rundir_path(), c->lock_deadline);
+        if (fd < 0) {
+                log_msg("cannot take the lock in %s: %s", bsg_rundir_path(), strerror(-fd));
+                add_error(c, fd == -ETIMEDOUT ? "lock-timeout" : "lock-failed");
+        }
+        return fd;
+}
+
+/* Loads the inventory; with the lock, folds in what events that could not take it left. */
+static void load_inventory(struct ctx *c, bool locked)
+{
+        int r = bsg_state_load(bsg_rundir_path(), &c->state);
+        if (r < 0) {
+                log_msg("cannot load the inventory, every btrfs device is in doubt: %s", strerror(-r));
+                add_error(c, "state-failed");
+                c->state = (struct bsg_state){.changed = true}; /* replaced by what is known now */
+                c->doubt_all = true;
+        }
+        if (locked) {
+                r = bsg_pending_apply(bsg_rundir_path(), &c->state);
+                if (r > 0)
+                        log_debug("%d lock-timeout marker(s) folded into the inventory", r);
+        }
+}
+
+/* The name is the event's device's now: an entry of another number under it is stale. */
+static void drop_stale_names(struct ctx *c, const struct bsg_dev *d)
+{
+        for (size_t k = c->state.n; k > 0; k--)
+                if (c->state.v[k - 1].devnum != d->devnum && streq(c->state.v[k - 1].devnode, d->devnode))
+                        bsg_state_remove(&c->state, c->state.v[k - 1].devnum);
+}
+
+static void set_sys_hash(struct ctx *c)
+{
+        c->have_sys_hash = bsg_sysfs_devnums_hash(&c->sys_hash) >= 0;
+}
+
+/* Whether the seal was made with this run's inputs and the block devices are the ones it covered:
+ * then every device is in the inventory already, and no sweep is needed. */
+static bool sealed_set_holds(struct ctx *c)
+{
+        if (c->dry_run)
+                return false;
+        int r = seal_load(&c->seal);
+        if (r < 0) {
+                if (r != -ENOENT)
+                        log_debug("seal not usable, ignoring: %s", strerror(-r));
+                return false;
+        }
+        c->have_seal = c->seal.ctx_hash == c->ctx_hash;
+        if (!c->have_seal) {
+                log_debug("seal of other inputs (configuration, command line, mounts, slots): not used");
+                return false;
+        }
+        set_sys_hash(c);
+        if (c->have_sys_hash && c->sys_hash == c->seal.sys_hash)
+                return true;
+        log_debug("block devices changed since the seal: sweeping for unseen ones");
+        return false;
+}
+
+/* The event decided its filesystem alone and a verdict is not the sealed one: the whole set decides. */
+static int decide_whole(struct ctx *c, const struct bsg_dev *d)
+{
+        free(c->e);
+        c->e = NULL;
+        c->n = 0;
+        partial_drop(c);
+        load_inventory(c, true);
+        drop_stale_names(c, d);
+        return entries_build(c);
+}
+
+/* The event's device: read it (unless its entry is current, or it is gone), lock, merge. */
+static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
+{
+        int r, lock_fd = -1;
+        ssize_t target;
+
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/devices", bsg_rundir_path());
+        bool full = c->action != UDEV_ACTION_REMOVE && access(path, F_OK) < 0 && errno == ENOENT;
+
+        if (full || c->action == UDEV_ACTION_REMOVE)
+                set_sys_hash(c); /* before the enumeration: a device that comes later is not covered */
+        if (full) {
+                /* no inventory yet (no `boot` ran): this event makes it, reading every device once, so
+                 * that a twin is known before its own event arrives */
+                r = bsg_devs_enumerate(&c->devs);
+                if (r < 0) {
+                        log_msg("cannot enumerate block devices: %s", strerror(-r));
+                        add_error(c, "enumerate-failed");
+                        c->devs = (struct bsg_devs){0};
+                }
+                r = bsg_devs_find_or_add(&c->devs, c->devnode);
+        } else
+                r = bsg_devs_add_event(&c->devs, c->devnode);
+        if (r < 0)
+                return r;
+        target = r;
+        struct bsg_dev *d = &c->devs.v[target];
+        if (c->action == UDEV_ACTION_REMOVE) {
+                d->skip_read = true;
+                d->skip_read_why = "removed";
+        } else if (!full) {
+                _cleanup_free_ char *text = NULL;
+                if (bsg_read_file(path, STATE_TEXT_MAX, &text, NULL) < 0)
+                        text = NULL;
+                if (c->action == UDEV_ACTION_ADD && !d->skip_read && inventory_has(text, d)) {
+                        d->skip_read = true; /* current in the inventory: no read */
+                        d->skip_read_why = NULL;
+                }
+                dev_t devnum = d->devnum;
+                if (!sealed_set_holds(c))
+                        add_unseen(c, text, devnum);
+                d = &c->devs.v[target]; /* the array may have moved */
+        }
+        r = bsg_devs_read_all(&c->devs, (size_t)target, c->read_deadline);
+        if (r < 0) {
+                log_msg("cannot read the superblock: %s", strerror(-r));
+                add_error(c, "read-failed");
+        }
+        if (full)
+                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
+        else if (d->parse_result == 0 && d->partition && !d->partlabel)
+                bsg_devs_add_udev_properties(&c->devs, false);
+        bsg_devs_add_storage_ids(&c->devs);
+        d = &c->devs.v[target];
+        log_reads(c);
+        if (!c->dry_run)
+                lock_fd = take_lock(c);
+        if (c->action != UDEV_ACTION_REMOVE && lock_fd >= 0 && c->have_seal && c->have_sys_hash &&
+            c->sys_hash == c->seal.sys_hash && load_partial(c, d)) {
+                c->partial = true;
+                log_debug("%s: the seal holds: deciding its filesystem alone", d->devnode);
+        } else
+                load_inventory(c, lock_fd >= 0);
+        drop_stale_names(c, d);
+        if (c->action == UDEV_ACTION_REMOVE) {
+                dev_t devnum = d->devnum;
+                bsg_state_remove(&c->state, devnum);
+                if (lock_fd < 0 && !c->dry_run && devnum && bsg_pending_write(bsg_rundir_path(), devnum, NULL) < 0)
+                        add_error(c, "marker-failed");
+                bsg_devs_free(&c->devs);
+                target = -1;
+        }
+        r = entries_build(c);
+        if (r < 0) {
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return r;
+        }
+        if (lock_fd < 0 && !c->dry_run && target >= 0) {
+                /* what this event read is not lost: the next holder of the lock folds it in */
+                struct bsg_record rec;
+                for (size_t i = 0; i < c->n; i++)
+                        if (c->e[i].dev == target && !c->e[i].from_record &&
+                            record_of_read(d, &c->e[i], false, &rec) >= 0 &&
+                            bsg_pending_write(bsg_rundir_path(), d->devnum, &rec) < 0)
+                                add_error(c, "marker-failed");
+        }
+        *ret_target = target;
+        *ret_lock_fd = lock_fd;
+        return 0;
+}
+
+/* Every device: enumerate and read each once (boot, status), or nothing (reconcile). */
+static int gather_all(struct ctx *c, int *ret_lock_fd)
+{
+        int r, lock_fd = -1;
+
+        if (c->verb != VERB_RECONCILE) {
+                set_sys_hash(c); /* before the enumeration: a device that comes later is not covered */
+                r = bsg_devs_enumerate(&c->devs);
+                if (r < 0) {
+                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
+                        add_error(c, "enumerate-failed");
+                        c->devs = (struct bsg_devs){0};
+                        c->doubt_all = true;
+                }
+                r = bsg_devs_read_all(&c->devs, SIZE_MAX, c->read_deadline);
+                if (r < 0) {
+                        log_msg("cannot read superblocks: %s", strerror(-r));
+                        add_error(c, "read-failed");
+                }
+                /* labels and bus of the btrfs devices from the udev database; of every device when
+                 * root= names a partition by PARTUUID, which only the database knows */
+                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
+                bsg_devs_add_storage_ids(&c->devs);
+                log_reads(c);
+        }
+        if (!c->dry_run && c->verb != VERB_STATUS)
+                lock_fd = take_lock(c);
+        load_inventory(c, lock_fd >= 0);
+        bsg_state_drop_gone(&c->state);
+        r = entries_build(c);
+        if (r < 0) {
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return r;
+        }
+        *ret_lock_fd = lock_fd;
+        return 0;
+}
+
+int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
+{
+        ssize_t target = -1;
+        int r, lock_fd = -1;
+
+        load_config(c);
+        load_kernel_state(c);
+        load_platform_slots(c);
+        if (c->verb == VERB_UDEV)
+                r = gather_event(c, &target, &lock_fd);
+        else
+                r = gather_all(c, &lock_fd);
+        if (r < 0)
+                return r;
+        plan_decide(c->e, c->n, c->config.clone_policy);
+        if (c->partial && !seal_verdicts_hold(c)) {
+                log_debug("a verdict is not the sealed one: deciding every device");
+                r = decide_whole(c, &c->devs.v[target]);
+                if (r < 0) {
+                        if (lock_fd >= 0)
+                                close(lock_fd);
+                        return r;
+                }
+                plan_decide(c->e, c->n, c->config.clone_policy);
+        }
+        const struct entry *t = NULL;
+        for (size_t i = 0; i < c->n && target >= 0; i++)
+                if (c->e[i].dev == target)
+                        t = &c->e[i];
+        for (size_t i = 0; i < c->n && t; i++) {
+                struct entry *e = &c->e[i];
+                e->target_group = e == t || (e->pd.state == BSG_DEV_BTRFS && t->pd.state == BSG_DEV_BTRFS &&
+                                             memcmp(e->pd.fsid, t->pd.fsid, BSG_UUID_SIZE) == 0);
+        }
+        *ret_target = target;
+        *ret_lock_fd = lock_fd;
+        return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Pure parser of RAUC's system.conf (GKeyFile syntax): which block device is which slot, and the
+ * bootname the bootloader booted (rauc.slot=, bootchooser.active= on the kernel command line). */
+#pragma once
+
+#include <stddef.h>
+
+#define BSG_RAUC_NAME_MAX 64
+#define BSG_RAUC_DEVICE_MAX 256
+
+struct bsg_rauc_slot {
+        char name[BSG_RAUC_NAME_MAX];       /* "rootfs.0" (the group [slot.rootfs.0]) */
+        char class_[BSG_RAUC_NAME_MAX];     /* "rootfs" */
+        char device[BSG_RAUC_DEVICE_MAX];   /* device= as written (a path) */
+        char bootname[BSG_RAUC_NAME_MAX];   /* bootname=, or the parent's for a child slot; "" if none */
+        char parent[BSG_RAUC_NAME_MAX];     /* parent=, "" if none */
+};
+
+struct bsg_rauc_conf {
+        struct bsg_rauc_slot *v;
+        size_t n;
+};
+
+typedef void (*bsg_rauc_diag_fn)(unsigned line, const char *message, void *userdata);
+
+/* Parses TEXT (LEN bytes): every [slot.CLASS.INDEX] group with its device=, bootname=, parent=.
+ * Child slots take their parent's bootname. Bad lines and slots without device= are reported
+ * through DIAG and left out. Returns the number of bad lines (>= 0) or -ENOMEM. */
+int bsg_rauc_parse(const char *text, size_t len, struct bsg_rauc_conf *ret_conf, bsg_rauc_diag_fn diag,
+                   void *userdata);
+void bsg_rauc_free(struct bsg_rauc_conf *conf);
+
+/* The slot whose device= is DEVICE (exact path), or NULL. */
+const struct bsg_rauc_slot *bsg_rauc_find_device(const struct bsg_rauc_conf *conf, const char *device);
+
+/* Whether BOOTNAME is the bootname of some slot of CONF. */
+int bsg_rauc_has_bootname(const struct bsg_rauc_conf *conf, const char *bootname);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `boot [--write-modprobe FILE] [--print-cmdline]`: before coldplug, decide for every block device,
+ * write the skip list and scan what may be scanned. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "skiplist.h"
+#include "util.h"
+
+int run_boot(struct ctx *c)
+{
+        ssize_t ti;
+        int lock_fd = -1, ret = 0, r = gather(c, &ti, &lock_fd);
+        struct plan p;
+
+        if (r < 0) {
+                log_msg("cannot decide: %s", strerror(-r));
+                return 1;
+        }
+        r = plan_build(c->e, c->n, SIZE_MAX, PLAN_MODE_BOOT, &p);
+        if (r < 0) {
+                log_msg("out of memory");
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return 1;
+        }
+        if (p.truncated)
+                log_msg("skip list longer than %d bytes: %zu device(s) left out of it (still never scanned by "
+                        "this helper)", BSG_SKIPLIST_MAX, p.dropped);
+        if (c->dry_run || c->verbose)
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = &c->e[i];
+                        if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
+                                continue;
+                        printf("%s %s %s\n", e->devnode, bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason));
+                }
+        if (c->dry_run)
+                printf("skip_scan=%s\n", p.skip_list);
+        else if (lock_fd >= 0) {
+                record_all(c);
+                execute_plan(c, &p, lock_fd, NULL);
+                for (size_t i = 0; i < c->n; i++)
+                        log_decision(&c->e[i]);
+                r = bsg_state_save(bsg_rundir_path(), &c->state);
+                if (r < 0) {
+                        log_msg("cannot save the state file, ignoring: %s", strerror(-r));
+                        add_error(c, "state-save-failed"); /* and no seal of an inventory not saved */
+                }
+                seal_update(c, p.skip_list);
+        } else
+                ret = 1;
+        _cleanup_free_ char *stable = NULL;
+        if ((c->write_modprobe || c->print_cmdline) && plan_stable_skip_list(c->e, c->n, &stable, NULL) == -ENOMEM) {
+                log_msg("out of memory");
+                ret = 1;
+        }
+        if (c->write_modprobe && stable) {
+                if (c->dry_run)
+                        printf("options btrfs skip_scan=%s\n", stable);
+                else if ((r = write_modprobe(c->write_modprobe, stable)) < 0) {
+                        log_msg("cannot write %s: %s", c->write_modprobe, strerror(-r));
+                        ret = 1;
+                }
+        }
+        if (c->print_cmdline && stable)
+                printf("btrfs.skip_scan=%s\n", stable);
+        plan_done(&p);
+        if (lock_fd >= 0)
+                close(lock_fd);
+        return ret;
+}

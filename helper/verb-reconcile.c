@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `reconcile`: for updaters and timers. Reads no device: takes the lock, folds in what events that
+ * timed out on the lock left, drops the entries of devices that are gone, re-decides every device
+ * of the inventory and brings the kernel to that state (skip list, scans, forgets). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "skiplist.h"
+#include "util.h"
+
+int run_reconcile(struct ctx *c)
+{
+        ssize_t ti;
+        int lock_fd = -1, ret = 0, r = gather(c, &ti, &lock_fd);
+        struct plan p;
+
+        if (r < 0) {
+                log_msg("cannot decide: %s", strerror(-r));
+                return 1;
+        }
+        r = plan_build(c->e, c->n, SIZE_MAX, PLAN_MODE_RECONCILE, &p);
+        if (r < 0) {
+                log_msg("out of memory");
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return 1;
+        }
+        if (p.truncated)
+                log_msg("skip list longer than %d bytes: %zu device(s) left out of it (still never scanned by "
+                        "this helper)", BSG_SKIPLIST_MAX, p.dropped);
+        if (c->dry_run || c->verbose)
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = &c->e[i];
+                        if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
+                                continue;
+                        printf("%s %s %s\n", e->devnode, bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason));
+                }
+        if (c->dry_run)
+                printf("skip_scan=%s\n", p.skip_list);
+        else if (lock_fd >= 0) {
+                execute_plan(c, &p, lock_fd, NULL);
+                r = bsg_state_save(bsg_rundir_path(), &c->state);
+                if (r < 0) {
+                        log_msg("cannot save the inventory: %s", strerror(-r));
+                        ret = 1;
+                }
+                seal_update(c, p.skip_list); /* no sweep here: drops the seal, the next event sweeps */
+                if (c->actions[0])
+                        printf("actions=%s\n", c->actions);
+                if (c->errors[0])
+                        printf("errors=%s\n", c->errors);
+        } else
+                ret = 1;
+        plan_done(&p);
+        if (lock_fd >= 0)
+                close(lock_fd);
+        return ret;
+}

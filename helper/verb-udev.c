@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `udev DEVNODE`: decide for the event's device, act, print KEY=VALUE for IMPORT{program}. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <blkid.h>
+
+#include "gate.h"
+#include "skiplist.h"
+#include "superblock.h"
+#include "util.h"
+
+/* Value escaping for udev: bytes outside a safe set become \xHH (as udev's *_ENC properties). */
+static void print_kv(const char *key, const char *value)
+{
+        printf("%s=", key);
+        for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                    strchr("#+-.:=@_/,", *p))
+                        putchar(*p);
+                else
+                        printf("\\x%02x", *p);
+        putchar('\n');
+}
+
+/* With the lock: the inventory updated, the reconcile step for every device (plan, executor), the
+ * inventory saved. *ret_ready: the kernel's DEVICES_READY answer for TARGET, or -1. */
+static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
+{
+        struct plan p;
+        int ready = -1, r;
+        bool known = target < c->n && plan_target_registered(&c->e[target]);
+
+        record_all(c);
+        r = plan_build(c->e, c->n, target, PLAN_MODE_EVENT, &p);
+        if (r >= 0 && c->partial) {
+                /* the entries are one filesystem's: the kernel gets the sealed list of the whole set,
+                 * which no verdict changed (gather() checked) */
+                free(p.skip_list);
+                p.skip_list = strdup(c->seal.skip_list);
+                p.truncated = false;
+                r = p.skip_list ? 0 : -ENOMEM;
+                if (r < 0)
+                        plan_done(&p);
+        }
+        if (r < 0) {
+                log_msg("cannot plan: %s", strerror(-r));
+                add_error(c, "out-of-memory");
+                return;
+        }
+        if (p.truncated) {
+                log_msg("skip list longer than %d bytes: %zu device(s) left out of it (still never scanned by "
+                        "this helper)", BSG_SKIPLIST_MAX, p.dropped);
+                add_error(c, "skip-list-too-long");
+        }
+        execute_plan(c, &p, lock_fd, &ready);
+        if (ret_ready)
+                *ret_ready = ready;
+        if (target < c->n && c->e[target].v.decision == BSG_SKIP)
+                add_token(c->actions, sizeof(c->actions), "skipped");
+        else if (known && c->e[target].v.decision == BSG_SCAN)
+                add_token(c->actions, sizeof(c->actions), "registered");
+        r = c->partial ? seal_save_partial(c) : bsg_state_save(bsg_rundir_path(), &c->state);
+        if (r < 0) {
+                log_msg("cannot save the inventory, ignoring: %s", strerror(-r));
+                add_error(c, "state-save-failed");
+        }
+        seal_update(c, p.skip_list);
+        plan_done(&p);
+}
+
+/* One line for each verdict that keeps crafted or doubtful media out (issue 10). */
+static void log_security_reason(const struct entry *t)
+{
+        switch (t->v.reason) {
+        case BSG_REASON_REMOVABLE_CLONE:
+                log_msg("%s: removable device carries the fsid of internal storage: never scanned, no slot, no links",
+                        t->devnode);
+                break;
+        case BSG_REASON_INCONSISTENT_COPIES:
+                log_msg("%s: copies of this fsid disagree (devices, seed flag or device UUIDs): never scanned",
+                        t->devnode);
+                break;
+        case BSG_REASON_PARTITIONED_DISK:
+                log_msg("%s: whole disk with partitions carries a btrfs superblock (stale?): never scanned", t->devnode);
+                break;
+        case BSG_REASON_SAME_STORAGE:
+                log_msg("%s: the same storage as another device (loop backing file, WWN or serial): never scanned",
+                        t->devnode);
+                break;
+        case BSG_REASON_INVALID_SUPERBLOCK:
+                log_msg("%s: btrfs magic with an invalid superblock: never scanned", t->devnode);
+                break;
+        case BSG_REASON_UNREADABLE:
+                log_msg("%s: superblock unreadable and never read before: listed in skip_scan, never scanned",
+                        t->devnode);
+                break;
+        default:
+                break;
+        }
+}
+
+/* The slot properties: none for a device that may not own links; no SLOT_ACTIVE while the active
+ * slot is unknown (nobody is demoted); SLOT_BASE encoded, never "." or ".." (issue 10 items 2, 6). */
+static void print_slot(const struct ctx *c, const struct entry *t)
+{
+        bool slot = t->has_slot && t->pd.state == BSG_DEV_BTRFS && bsg_verdict_may_own_links(&t->v);
+        char base[4 * 256 + 1] = "";
+
+        /* libblkid's encoding (as udev's ID_*_ENC): '/', '\', blanks, quotes become \xHH */
+        if (slot && bsg_slot_base_ok(t->base) && blkid_encode_string(t->base, base, sizeof(base)) < 0)
+                base[0] = '\0';
+        print_kv("BTRFS_SCAN_GATE_SLOT", slot ? t->slot : "");
+        if (slot && t->slot_scheme)
+                print_kv("BTRFS_SCAN_GATE_SLOT_SCHEME", t->slot_scheme);
+        printf("BTRFS_SCAN_GATE_SLOT_BASE=%s\n", base); /* encoded already: print_kv would escape its '\' */
+        if (slot && c->have_active_slot)
+                print_kv("BTRFS_SCAN_GATE_SLOT_ACTIVE", t->pd.slot_active ? "1" : "0");
+}
+
+int run_udev(struct ctx *c)
+{
+        ssize_t ti = -1;
+        int lock_fd = -1, r0 = gather(c, &ti, &lock_fd);
+        int ready = -1;
+
+        if (r0 < 0) {
+                /* out of memory before anything was decided: say so, never fail the event */
+                print_kv("BTRFS_SCAN_GATE_DECISION", "ignore");
+                print_kv("BTRFS_SCAN_GATE_REASON", "not-btrfs");
+                print_kv("BTRFS_SCAN_GATE_ACTION", "none");
+                print_kv("BTRFS_SCAN_GATE_ERROR", "out-of-memory");
+                return 0;
+        }
+        if (ti < 0) {
+                /* remove: the entry is gone, the copies that remain are re-decided */
+                if (lock_fd >= 0)
+                        act(c, SIZE_MAX, lock_fd, NULL);
+                add_token(c->actions, sizeof(c->actions), "removed");
+                print_kv("BTRFS_SCAN_GATE_ACTION", c->actions);
+                if (c->errors[0])
+                        print_kv("BTRFS_SCAN_GATE_ERROR", c->errors);
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return 0;
+        }
+        size_t target = SIZE_MAX;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->e[i].dev == ti)
+                        target = i;
+        struct entry *t = &c->e[target];
+        const struct bsg_dev *d = &c->devs.v[ti];
+        bool acting = !c->dry_run && lock_fd >= 0;
+
+        if (d->read_result == -ETIMEDOUT)
+                add_error(c, "read-timeout");
+        else if (d->read_result < 0 && d->read_result != -ENODATA)
+                add_error(c, "read-error");
+        if (t->v.reason == BSG_REASON_BAD_PATH)
+                log_msg("%s: path contains ',' or whitespace or is longer than %d bytes: cannot be listed in "
+                        "skip_scan, not scanned", t->devnode, BSG_PATH_NAME_MAX);
+        if (t->v.reason == BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED)
+                log_msg("%s: removable device carries the fsid of a mounted filesystem: never scanned", t->devnode);
+        log_security_reason(t);
+
+        if (c->dry_run) {
+                if (t->v.decision != BSG_IGNORE)
+                        add_token(c->actions, sizeof(c->actions), "dry-run");
+        } else if (acting) {
+                act(c, target, lock_fd, &ready);
+                log_decision(t);
+        }
+        else if (t->v.decision == BSG_SKIP)
+                add_token(c->actions, sizeof(c->actions), "skipped");
+
+        print_kv("BTRFS_SCAN_GATE_DECISION", bsg_decision_name(t->v.decision));
+        print_kv("BTRFS_SCAN_GATE_REASON", bsg_reason_name(t->v.reason));
+        if (t->pd.state == BSG_DEV_BTRFS) {
+                char fsid[37], num[32];
+                bsg_uuid_format(t->pd.fsid, fsid);
+                print_kv("BTRFS_SCAN_GATE_FSID", fsid);
+                snprintf(num, sizeof(num), "%" PRIu64, t->pd.devid);
+                print_kv("BTRFS_SCAN_GATE_DEVID", num);
+                snprintf(num, sizeof(num), "%" PRIu64, t->generation);
+                print_kv("BTRFS_SCAN_GATE_GENERATION", num);
+                if (d->parse_result == 0 && d->read_result >= 0)
+                        print_kv("BTRFS_SCAN_GATE_CSUM", d->sb.csum_state == BSG_CSUM_VERIFIED ? "verified"
+                                                                                             : "not-verified");
+        }
+        print_slot(c, t);
+        print_kv("BTRFS_SCAN_GATE_ACTION", c->actions[0] ? c->actions : "none");
+        if (c->errors[0])
+                print_kv("BTRFS_SCAN_GATE_ERROR", c->errors);
+        if (t->v.decision == BSG_SCAN) {
+                /* no answer from the kernel (dry run, not loaded, failed): what the superblocks say,
+                 * never a blanket 0 that would hold a single-device filesystem back */
+                if (ready < 0)
+                        ready = plan_all_devices_present(c->e, c->n, t, true);
+                print_kv("ID_BTRFS_READY", ready > 0 ? "1" : "0");
+        } else if (t->v.decision == BSG_SKIP && t->pd.state == BSG_DEV_BTRFS)
+                print_kv("ID_BTRFS_READY", plan_all_devices_present(c->e, c->n, t, false) ? "1" : "0");
+        bool inactive_clone = (t->v.reason == BSG_REASON_CLONE || t->v.reason == BSG_REASON_RAID_CLONE_INACTIVE) &&
+                              t->v.decision == BSG_SKIP && t->has_slot && c->have_active_slot && !t->pd.slot_active;
+        if (inactive_clone || !bsg_verdict_may_own_links(&t->v))
+                print_kv("UDISKS_IGNORE", "1");
+        if (lock_fd >= 0)
+                close(lock_fd);
+        return 0;
+}

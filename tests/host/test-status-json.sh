@@ -1,0 +1,49 @@
+#!/bin/bash
+# Host test of `status --json` on a real btrfs loop device whose label holds bytes that are not
+# UTF-8 and a control byte (a hostile stick's label): the output must be valid JSON (strict UTF-8),
+# the label escaped (\ufffd for the invalid byte, \u0001, \"), absent values null, numbers numbers,
+# and "devices" an array. Runs in a private mount namespace (tmpfs /run). env: BSG_HELPER, TMPDIR.
+set -euo pipefail
+helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit 77; }
+for t in losetup mkfs.btrfs btrfs unshare python3; do
+    command -v "$t" >/dev/null || fail "$t not installed (scripts/setup.sh)"
+done
+if [ -z "${BSG_STATUS_JSON_IN_NS:-}" ]; then
+    BSG_STATUS_JSON_IN_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
+fi
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/status-json.XXXXXX")
+loop=
+cleanup() {
+    if [ -n "$loop" ]; then
+        btrfs device scan --forget "$loop" >/dev/null 2>&1 || true
+        losetup -d "$loop" || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+mount -t tmpfs -o mode=0755 bsg-status-json-run /run
+
+truncate -s 120M "$work/fs.img"
+mkfs.btrfs -f -L "$(printf 'caf\351\001"x')" "$work/fs.img" >"$work/mkfs.log" 2>&1 || fail "mkfs.btrfs"
+loop=$(losetup --show -f "$work/fs.img") || { echo "SKIP: no free loop device"; exit 77; }
+rc=0
+BTRFS_SCAN_GATE_LOG=stderr "$helper" status --json >"$work/status.json" 2>"$work/status.err" || rc=$?
+[ "$rc" = 0 ] || { cat "$work/status.err"; fail "status --json exited $rc"; }
+python3 - "$work/status.json" "$loop" <<'PY' || { cat "$work/status.json"; fail "status --json output is wrong"; }
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+doc = json.loads(raw.decode("utf-8", errors="strict"))   # strict: invalid UTF-8 is an error
+assert isinstance(doc["devices"], list), "devices is not an array"
+dev = [d for d in doc["devices"] if d["devnode"] == sys.argv[2]]
+assert len(dev) == 1, "the loop device is not listed"
+d = dev[0]
+assert d["label"] == 'caf\ufffd\x01"x', "label %r" % d["label"]
+assert isinstance(d["devid"], int) and isinstance(d["generation"], int), "numbers are not numbers"
+assert d["problem"] is None, "absent problem is not null: %r" % d["problem"]
+assert d["slot"] is None, "absent slot is not null: %r" % d["slot"]
+assert isinstance(d["seed"], bool) and isinstance(d["registered"], bool)
+print("label", repr(d["label"]), "devid", d["devid"], "generation", d["generation"])
+PY
+echo "PASS: status --json is strict JSON with the hostile label escaped, nulls for absent values, typed numbers"

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The pure core's plan (helper/plan.c): entries with verdicts in, kernel actions out. One table row
+ * per situation: the one order (skip list, scans, forgets), the event's own device, what an earlier
+ * event lost, what boot scans, what is never handed to the kernel. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gate.h"
+
+#define MAXE 6
+#define MAXA 16
+
+struct espec {
+        const char *node;
+        enum bsg_decision decision;
+        bool registered, from_record, unanswered, self_mounted, bad_path, unknown;
+};
+
+struct plan_case {
+        const char *name;
+        struct espec e[MAXE];
+        size_t n;
+        size_t target; /* SIZE_MAX: none */
+        enum plan_mode mode;
+        const char *want;      /* the actions, "list" then "scan:N", "ready:N", "forget:N", "unreadable:N" */
+        const char *want_list; /* the skip list */
+};
+
+static void to_entries(const struct plan_case *t, struct entry *e)
+{
+        for (size_t i = 0; i < t->n; i++) {
+                const struct espec *s = &t->e[i];
+                e[i] = (struct entry){
+                        .devnode = s->node,
+                        .devnum = (dev_t)(i + 1),
+                        .dev = (ssize_t)i,
+                        .pd = {.devnode = s->node, .state = s->unknown ? BSG_DEV_UNKNOWN : BSG_DEV_BTRFS,
+                               .devid = 1, .num_devices = 1,
+                               .path_ok = !s->bad_path, .self_mounted = s->self_mounted},
+                        .v = {s->decision, s->decision == BSG_SCAN ? BSG_REASON_UNIQUE : BSG_REASON_CLONE},
+                        .registered = s->registered,
+                        .from_record = s->from_record,
+                        .unanswered = s->unanswered,
+                };
+                memset(e[i].pd.fsid, (int)(i + 1), sizeof(e[i].pd.fsid));
+        }
+}
+
+static void format_plan(const struct plan *p, char *buf, size_t size)
+{
+        static const char *const names[] = {
+                [PLAN_SKIP_LIST] = "list", [PLAN_FORGET] = "forget", [PLAN_SCAN] = "scan",
+                [PLAN_READY] = "ready",    [PLAN_UNREADABLE] = "unreadable",
+        };
+        size_t l = 0;
+        buf[0] = '\0';
+        for (size_t k = 0; k < p->n && l < size; k++) {
+                if (p->v[k].type == PLAN_SKIP_LIST)
+                        l += (size_t)snprintf(buf + l, size - l, "%slist", k ? " " : "");
+                else
+                        l += (size_t)snprintf(buf + l, size - l, "%s%s:%zu", k ? " " : "", names[p->v[k].type],
+                                              p->v[k].entry);
+        }
+}
+
+static void plan_one(const struct plan_case *t)
+{
+        struct entry e[MAXE];
+        struct plan p;
+        char got[256];
+
+        check_case = t->name;
+        to_entries(t, e);
+        CHECK(plan_build(e, t->n, t->target, t->mode, &p) == 0);
+        format_plan(&p, got, sizeof(got));
+        CHECK_STREQ(got, t->want);
+        CHECK_STREQ(p.skip_list, t->want_list);
+        plan_done(&p);
+}
+
+static const struct plan_case cases[] = {
+        {"event: skip list first, the event's device asks READY, the lost scan made good, the forget last",
+         {{"/dev/a", BSG_SCAN},
+          {"/dev/b", BSG_SCAN, .registered = false, .from_record = true},
+          {"/dev/c", BSG_SKIP, .registered = true, .from_record = true},
+          {"/dev/d", BSG_SCAN, .registered = true, .from_record = true}},
+         4, 0, PLAN_MODE_EVENT, "list ready:0 scan:1 forget:2", "/dev/c"},
+        {"event: the forget comes after every scan whatever the entry order",
+         {{"/dev/c", BSG_SKIP, .registered = true}, {"/dev/a", BSG_SCAN}, {"/dev/b", BSG_SCAN, .from_record = true}},
+         3, 1, PLAN_MODE_EVENT, "list ready:1 scan:2 forget:0", "/dev/c"},
+        {"event: a device that just left the skip list is scanned after the list is written",
+         {{"/dev/a", BSG_SCAN, .from_record = true}, {"/dev/x", BSG_SCAN}}, 2, 1, PLAN_MODE_EVENT,
+         "list scan:0 ready:1", ""},
+        {"event: the event's device, registered and checked earlier, not read now: no kernel read",
+         {{"/dev/a", BSG_SCAN, .registered = true, .from_record = true}, {"/dev/b", BSG_SKIP, .from_record = true}},
+         2, 0, PLAN_MODE_EVENT, "list", "/dev/b"},
+        {"event: the event's device registered but read now (change event): READY, checked again",
+         {{"/dev/a", BSG_SCAN, .registered = true}}, 1, 0, PLAN_MODE_EVENT, "list ready:0", ""},
+        {"event: the event's device from its record but not registered (lost earlier): READY",
+         {{"/dev/a", BSG_SCAN, .from_record = true}}, 1, 0, PLAN_MODE_EVENT, "list ready:0", ""},
+        {"event: an unreadable scan device is never handed to the kernel, not even the event's own",
+         {{"/dev/a", BSG_SCAN, .unanswered = true}, {"/dev/b", BSG_SCAN, .unanswered = true, .from_record = true}},
+         2, 0, PLAN_MODE_EVENT, "list unreadable:0 unreadable:1", ""},
+        {"event: a registered skip device that is itself mounted is not forgotten",
+         {{"/dev/a", BSG_SKIP, .registered = true, .self_mounted = true}, {"/dev/b", BSG_SKIP}}, 2, 1,
+         PLAN_MODE_EVENT, "list", "/dev/a,/dev/b"},
+        {"event: ignore devices are neither listed nor forgotten unless this helper registered them",
+         {{"/dev/a", BSG_IGNORE}, {"/dev/b", BSG_IGNORE, .registered = true}}, 2, 0, PLAN_MODE_EVENT,
+         "list forget:1", ""},
+        {"event: a skip device whose path cannot be listed is still never scanned",
+         {{"/dev/a b", BSG_SKIP, .bad_path = true}, {"/dev/c", BSG_SCAN}}, 2, 1, PLAN_MODE_EVENT, "list ready:1",
+         ""},
+        {"remove: no target, the remaining copies re-decided and made good",
+         {{"/dev/a", BSG_SCAN, .from_record = true}, {"/dev/b", BSG_SCAN, .registered = true, .from_record = true}},
+         2, SIZE_MAX, PLAN_MODE_EVENT, "list scan:0", ""},
+        {"reconcile: every scan device not registered, every forget due",
+         {{"/dev/a", BSG_SCAN, .from_record = true},
+          {"/dev/b", BSG_SCAN, .registered = true, .from_record = true},
+          {"/dev/c", BSG_SKIP, .registered = true, .from_record = true}},
+         3, SIZE_MAX, PLAN_MODE_RECONCILE, "list scan:0 forget:2", "/dev/c"},
+        {"boot: every scan device is scanned, registered or not",
+         {{"/dev/a", BSG_SCAN, .registered = true}, {"/dev/b", BSG_SCAN}, {"/dev/c", BSG_SKIP}}, 3, SIZE_MAX,
+         PLAN_MODE_BOOT, "list scan:0 scan:1", "/dev/c"},
+        {"boot: nothing to scan still writes the skip list", {{"/dev/a", BSG_SKIP}, {"/dev/b", BSG_SKIP}}, 2,
+         SIZE_MAX, PLAN_MODE_BOOT, "list", "/dev/a,/dev/b"},
+        {"no device at all: the (empty) skip list is still written", {}, 0, SIZE_MAX, PLAN_MODE_BOOT, "list", ""},
+};
+
+/* plan_stable_skip_list: PARTUUID= for a partition whose PARTUUID no other device carries. */
+static void stable_list(void)
+{
+        struct entry e[4] = {
+                {.devnode = "/dev/sda5", .partuuid = "5c1a-05", .v = {BSG_SKIP}, .pd = {.path_ok = true}},
+                {.devnode = "/dev/sda4", .partuuid = "5C1A-04", .v = {BSG_SCAN}, .pd = {.path_ok = true}},
+                /* a stick with the PARTUUID of the scanned sda4: by path, or sda4 would be skipped too */
+                {.devnode = "/dev/sdx1", .partuuid = "5c1a-04", .v = {BSG_SKIP}, .pd = {.path_ok = true}},
+                {.devnode = "/dev/loop3", .v = {BSG_SKIP}, .pd = {.path_ok = true}},
+        };
+        char *list = NULL;
+
+        check_case = "stable skip list";
+        CHECK(plan_stable_skip_list(e, 4, &list, NULL) == 0);
+        CHECK_STREQ(list, "/dev/loop3,/dev/sdx1,PARTUUID=5c1a-05");
+        free(list);
+        e[0].partuuid = "5c1a-05,evil"; /* not a PARTUUID the kernel takes: the path */
+        CHECK(plan_stable_skip_list(e, 4, &list, NULL) == 0);
+        CHECK_STREQ(list, "/dev/loop3,/dev/sda5,/dev/sdx1");
+        free(list);
+}
+
+/* plan_all_devices_present: readiness without the kernel (a two-device filesystem). */
+static void readiness(void)
+{
+        struct entry e[3] = {};
+
+        check_case = "readiness";
+        for (size_t i = 0; i < 3; i++) {
+                e[i].pd.state = BSG_DEV_BTRFS;
+                e[i].pd.num_devices = 2;
+                e[i].pd.devid = i == 2 ? 2 : 1; /* entries 0 and 1: two copies of devid 1 */
+                memset(e[i].pd.fsid, 7, sizeof(e[i].pd.fsid));
+                e[i].v.decision = BSG_SCAN;
+        }
+        CHECK(plan_all_devices_present(e, 2, &e[0], true) == false); /* devid 1 twice is not devid 2 */
+        CHECK(plan_all_devices_present(e, 3, &e[0], true) == true);
+        e[2].v.decision = BSG_SKIP;
+        CHECK(plan_all_devices_present(e, 3, &e[0], true) == false);
+        CHECK(plan_all_devices_present(e, 3, &e[0], false) == true);
+}
+
+/* plan_settled(): whether a decision may be sealed (helper/seal.c): the kernel is in its state. */
+struct settled_case {
+        const char *name;
+        struct espec e[MAXE];
+        size_t n;
+        bool want;
+};
+
+static const struct settled_case settled_cases[] = {
+        {"every scan device registered, nothing to forget",
+         {{"/dev/a", BSG_SCAN, .registered = true}, {"/dev/b", BSG_SKIP}, {"/dev/c", BSG_IGNORE}}, 3, true},
+        {"a scan device not registered (a scan lost or failed)",
+         {{"/dev/a", BSG_SCAN, .registered = true}, {"/dev/b", BSG_SCAN}}, 2, false},
+        {"a registered device that is no longer scan (a forget to do)", {{"/dev/a", BSG_SKIP, .registered = true}}, 1,
+         false},
+        {"a registered skip device that is itself mounted (never forgotten)",
+         {{"/dev/a", BSG_SKIP, .registered = true, .self_mounted = true}}, 1, true},
+        {"a device whose read did not answer in this run", {{"/dev/a", BSG_SKIP, .unanswered = true}}, 1, false},
+        {"a device in doubt (its read timed out, nothing known)", {{"/dev/a", BSG_SKIP, .unknown = true}}, 1, false},
+        {"nothing at all", {{0}}, 0, true},
+};
+
+static void settled(void)
+{
+        for (size_t k = 0; k < sizeof(settled_cases) / sizeof(settled_cases[0]); k++) {
+                const struct settled_case *t = &settled_cases[k];
+                struct plan_case pc = {.name = t->name, .n = t->n};
+                struct entry e[MAXE];
+                memcpy(pc.e, t->e, sizeof(pc.e));
+                check_case = t->name;
+                to_entries(&pc, e);
+                CHECK(plan_settled(e, t->n) == t->want);
+        }
+}
+
+int main(void)
+{
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                plan_one(&cases[i]);
+        readiness();
+        stable_list();
+        settled();
+        return check_finish("test-plan");
+}

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "skiplist.h"
 #include "util.h"
 
 static void set_registered(struct ctx *c, struct entry *e, bool registered)
@@ -18,6 +19,42 @@ static void set_registered(struct ctx *c, struct entry *e, bool registered)
                 c->state.changed = true;
         }
         e->registered = registered;
+}
+
+/* Whether NAME is one of the comma-separated entries of LIST. */
+static bool list_has(const char *list, const char *name)
+{
+        size_t l = strlen(name);
+        for (const char *s = list; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+                if (!strncmp(s, name, l) && (s[l] == ',' || s[l] == '\0'))
+                        return true;
+        return false;
+}
+
+/* Says that P's skip list was cut at the kernel's limit, and which devices it left out: they are
+ * still never scanned by this helper, but another scanner (btrfs device scan, a mount's device=)
+ * could register them. */
+void log_truncated_skip_list(const struct ctx *c, const struct plan *p)
+{
+        char names[1024] = "", more[64] = "";
+        size_t named = 0;
+
+        if (!p->truncated)
+                return;
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                if (e->v.decision != BSG_SKIP || !e->pd.path_ok || list_has(p->skip_list, e->devnode))
+                        continue;
+                if (strlen(names) + strlen(e->devnode) + 2 < sizeof(names)) {
+                        add_token(names, sizeof(names), e->devnode);
+                        named++;
+                }
+        }
+        if (named < p->dropped)
+                snprintf(more, sizeof(more), "%s%zu whose names are too long to show", named ? " and " : "",
+                         p->dropped - named);
+        log_msg("skip list longer than %d bytes: %zu device(s) left out of it, still never scanned by this "
+                "helper: %s%s", BSG_SKIPLIST_MAX, p->dropped, names, more);
 }
 
 /* Writes the skip list where the kernel takes it; says why not when it cannot. */

@@ -220,6 +220,8 @@ int seal_save_partial(struct ctx *c);
 
 /* executor.c */
 void apply_skip_list(struct ctx *c, const char *list);
+/* When P's skip list was cut at BSG_SKIPLIST_MAX: says so, naming the devices left out. */
+void log_truncated_skip_list(const struct ctx *c, const struct plan *p);
 /* Performs P: the skip list here, then the scans and forgets through the control node in a child
  * process bounded by the lock budget (LOCK_FD is closed in the child). Without the control node only
  * the skip list is written (said in c->errors). *ret_ready is the answer of PLAN_READY (-1 when there

@@ -29,9 +29,7 @@ int run_reconcile(struct ctx *c)
                         close(lock_fd);
                 return 1;
         }
-        if (p.truncated)
-                log_msg("skip list longer than %d bytes: %zu device(s) left out of it (still never scanned by "
-                        "this helper)", BSG_SKIPLIST_MAX, p.dropped);
+        log_truncated_skip_list(c, &p);
         if (c->dry_run || c->verbose)
                 for (size_t i = 0; i < c->n; i++) {
                         const struct entry *e = &c->e[i];

@@ -53,8 +53,7 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
                 return;
         }
         if (p.truncated) {
-                log_msg("skip list longer than %d bytes: %zu device(s) left out of it (still never scanned by "
-                        "this helper)", BSG_SKIPLIST_MAX, p.dropped);
+                log_truncated_skip_list(c, &p);
                 add_error(c, "skip-list-too-long");
         }
         execute_plan(c, &p, lock_fd, &ready);

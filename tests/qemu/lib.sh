@@ -272,7 +272,7 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk3.img"
         serials=(clone-a clone-b clone-c sb-swap)
         ;;
-    steamos|steamos-ab|steamos-usb|steamos-2disk)
+    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
         # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
         # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
@@ -282,6 +282,12 @@ qemu_make_disks() {
         # `rootfs-A` holding a copy of rootfs whose superblock generation is 5 higher (crafted media).
         # `steamos-2disk`: the `steamos` disk plus a second fixed virtio disk (serial steamos-copy)
         # with partitions rootfs-A and rootfs-B holding the same rootfs (copies, same labels).
+        # `steamos-stale`: the `steamos` disk plus two fixed 64 MiB virtio disks with a GPT and one
+        # empty partition from 1 MiB whose whole-disk bytes still carry a btrfs superblock at 64 KiB,
+        # as a disk once formatted whole, then partitioned (or one planted so) does: stale0 (partition
+        # `data`) a copy of rootfs's superblock with generation 5 higher (registered, it would refuse
+        # the mount of rootfs-A); stale1 (partition `data2`) one of a filesystem of its own (fsid
+        # 5c1a6e2f-...-0a0e; no other copy: only the partitioned-disk rule keeps it out).
         # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
         local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
         local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
@@ -297,6 +303,19 @@ qemu_make_disks() {
         if [ "$layout" = steamos ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home")
             serials=(steamos)
+        elif [ "$layout" = steamos-stale ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home")
+            serials=(steamos stale0 stale1)
+            truncate -s 64M "$d/disk1.img" "$d/disk2.img"
+            truncate -s 128M "$d/fs/stale1.img"
+            mkfs.btrfs -q -f -L stale1 -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a0e "$d/fs/stale1.img"
+            dd if="$d/fs/rootfs.img" of="$d/disk1.img" bs=4096 skip=16 seek=16 count=1 conv=notrunc status=none
+            dd if="$d/fs/stale1.img" of="$d/disk2.img" bs=4096 skip=16 seek=16 count=1 conv=notrunc status=none
+            _qemu_sb_edit "$d/disk1.img" 65536 gen_add=5
+            sgdisk -U 5c1a6e2f-0d3b-4c1e-9a7f-00000000d151 -n 1:2048:0 -c 1:data -t 1:8300 \
+                -u 1:5c1a6e2f-0d3b-4c1e-9a7f-000000000011 "$d/disk1.img"
+            sgdisk -U 5c1a6e2f-0d3b-4c1e-9a7f-00000000d152 -n 1:2048:0 -c 1:data2 -t 1:8300 \
+                -u 1:5c1a6e2f-0d3b-4c1e-9a7f-000000000021 "$d/disk2.img"
         elif [ "$layout" = steamos-usb ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home" "rootfs-A")
             serials=(steamos usb0)

@@ -57,9 +57,35 @@ void log_truncated_skip_list(const struct ctx *c, const struct plan *p)
                 "helper: %s%s", BSG_SKIPLIST_MAX, p->dropped, names, more);
 }
 
+/* The list to write when this run does not know every device (c->doubt_all: the inventory or the
+ * enumeration failed): the names the kernel holds now stay in it, so that a device this run could
+ * not see is not released. NULL: out of memory. */
+static char *keep_current(const char *list)
+{
+        _cleanup_free_ char *cur = NULL;
+        if (bsg_skip_scan_read(&cur) < 0 || isempty(cur))
+                return strdup(list);
+        size_t l = strlen(list);
+        char *out = malloc(l + strlen(cur) + 2);
+        if (!out)
+                return NULL;
+        memcpy(out, list, l + 1);
+        for (char *s = cur, *tok; (tok = strsep(&s, ","));) {
+                size_t t = strlen(tok);
+                if (!t || list_has(out, tok) || l + (l > 0) + t > BSG_SKIPLIST_MAX)
+                        continue;
+                if (l)
+                        out[l++] = ',';
+                memcpy(out + l, tok, t + 1);
+                l += t;
+        }
+        return out;
+}
+
 /* Writes the skip list where the kernel takes it; says why not when it cannot. */
 void apply_skip_list(struct ctx *c, const char *list)
 {
+        _cleanup_free_ char *kept = NULL;
         int r;
 
         if (!c->caps.skip_scan && c->caps.temp_fsid) {
@@ -91,6 +117,15 @@ void apply_skip_list(struct ctx *c, const char *list)
         }
         if (c->dry_run)
                 return;
+        if (c->doubt_all) {
+                kept = keep_current(list);
+                if (!kept) {
+                        log_msg("out of memory: %s left as it is", BSG_SKIP_SCAN_PATH);
+                        add_error(c, "out-of-memory");
+                        return;
+                }
+                list = kept;
+        }
         r = bsg_skip_scan_write(list);
         if (r < 0) {
                 log_msg("cannot write %s, ignoring: %s", BSG_SKIP_SCAN_PATH, strerror(-r));
@@ -152,7 +187,11 @@ void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_rea
         if (ret_ready)
                 *ret_ready = -1;
         if (!ops || !which) {
+                /* the list needs no memory: the devices it names stay out whatever comes next */
+                log_msg("out of memory: only the skip list is applied, nothing scanned or forgotten");
                 add_error(c, "out-of-memory");
+                if (p->skip_list)
+                        apply_skip_list(c, p->skip_list);
                 return;
         }
         for (size_t k = 0; k < p->n; k++) {

@@ -711,8 +711,16 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
         size_t n_sys = 0, n_known = 0, cap = 0;
 
         c->have_sys_hash = false; /* a sweep that fails covers nothing: no seal from this run */
-        if (bsg_sysfs_devnums(&sys, &n_sys, &c->sys_hash) < 0)
-                return; /* no sysfs: nothing else to know of */
+        int r = bsg_sysfs_devnums(&sys, &n_sys, &c->sys_hash);
+        if (r == -ENOENT)
+                return; /* no /sys/dev/block: nothing else to know of */
+        if (r < 0) {
+                /* an unseen twin may be among them: nothing can be unique */
+                log_msg("cannot list the block devices, every btrfs device is in doubt: %s", strerror(-r));
+                add_error(c, "enumerate-failed");
+                c->doubt_all = true;
+                return;
+        }
         c->have_sys_hash = true;
         /* the device numbers the inventory has: the first field of each line, once */
         for (const char *p = text; p && *p;) {
@@ -723,6 +731,7 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
                                 dev_t *nv = realloc(known, (cap = cap ? 2 * cap : 256) * sizeof(*nv));
                                 if (!nv) {
                                         add_error(c, "out-of-memory");
+                                        c->doubt_all = true;
                                         return;
                                 }
                                 known = nv;
@@ -746,8 +755,10 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
         if (n_unseen)
                 qsort(sys, n_unseen, sizeof(*sys), bsg_devnum_compare);
         for (size_t i = 0; i < n_unseen; i++)
-                if (bsg_devs_add_devnum(&c->devs, sys[i]) == -ENOMEM)
+                if (bsg_devs_add_devnum(&c->devs, sys[i]) == -ENOMEM) {
                         add_error(c, "out-of-memory");
+                        c->doubt_all = true;
+                }
 }
 
 static void log_reads(struct ctx *c)
@@ -857,9 +868,11 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                  * that a twin is known before its own event arrives */
                 r = bsg_devs_enumerate(&c->devs);
                 if (r < 0) {
-                        log_msg("cannot enumerate block devices: %s", strerror(-r));
+                        /* a twin may be among the devices not enumerated: nothing can be unique */
+                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
                         add_error(c, "enumerate-failed");
                         c->devs = (struct bsg_devs){0};
+                        c->doubt_all = true;
                 }
                 r = bsg_devs_find_or_add(&c->devs, c->devnode);
         } else

@@ -117,7 +117,9 @@ static bool needs_forget(const struct entry *e)
 bool plan_settled(const struct entry *e, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                if (e[i].pd.state == BSG_DEV_UNKNOWN || e[i].unanswered || needs_forget(&e[i]) ||
+                /* unreadable and never read (EIO, EACCES): listed, and nobody's twin in doubt for it */
+                if (e[i].pd.state == BSG_DEV_UNKNOWN || (e[i].unanswered && e[i].pd.state != BSG_DEV_UNREADABLE) ||
+                    needs_forget(&e[i]) ||
                     (e[i].v.decision == BSG_SCAN && !e[i].registered))
                         return false;
         return true;

@@ -344,7 +344,9 @@ int bsg_record_format(const struct bsg_record *rec, char **ret_line)
         if (!f)
                 return -ENOMEM;
         record_write(f, rec);
-        if (fclose(f) != 0) {
+        /* glibc's fclose() of a memory stream returns 0 even when its final realloc() failed, leaving
+         * the buffer NULL */
+        if (fclose(f) != 0 || !buf) {
                 free(buf);
                 return -ENOMEM;
         }

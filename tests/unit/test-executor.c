@@ -34,6 +34,12 @@ int bsg_skip_scan_write(const char *list)
         return 0;
 }
 
+int bsg_skip_scan_read(char **ret_list)
+{
+        *ret_list = strdup("/dev/held");
+        return *ret_list ? 0 : -ENOMEM;
+}
+
 int bsg_control_open(void)
 {
         if (control_result >= 0)

@@ -17,7 +17,7 @@
 struct espec {
         const char *node;
         enum bsg_decision decision;
-        bool registered, from_record, unanswered, self_mounted, bad_path, unknown;
+        bool registered, from_record, unanswered, self_mounted, bad_path, unknown, unreadable;
 };
 
 struct plan_case {
@@ -38,7 +38,8 @@ static void to_entries(const struct plan_case *t, struct entry *e)
                         .devnode = s->node,
                         .devnum = (dev_t)(i + 1),
                         .dev = (ssize_t)i,
-                        .pd = {.devnode = s->node, .state = s->unknown ? BSG_DEV_UNKNOWN : BSG_DEV_BTRFS,
+                        .pd = {.devnode = s->node,
+                               .state = s->unknown ? BSG_DEV_UNKNOWN : s->unreadable ? BSG_DEV_UNREADABLE : BSG_DEV_BTRFS,
                                .devid = 1, .num_devices = 1,
                                .path_ok = !s->bad_path, .self_mounted = s->self_mounted},
                         .v = {s->decision, s->decision == BSG_SCAN ? BSG_REASON_UNIQUE : BSG_REASON_CLONE},
@@ -191,6 +192,9 @@ static const struct settled_case settled_cases[] = {
          {{"/dev/a", BSG_SKIP, .registered = true, .self_mounted = true}}, 1, true},
         {"a device whose read did not answer in this run", {{"/dev/a", BSG_SKIP, .unanswered = true}}, 1, false},
         {"a device in doubt (its read timed out, nothing known)", {{"/dev/a", BSG_SKIP, .unknown = true}}, 1, false},
+        {"a device that cannot be read and never was (EIO, EACCES): listed, nobody in doubt for it",
+         {{"/dev/a", BSG_SKIP, .unanswered = true, .unreadable = true}, {"/dev/b", BSG_SCAN, .registered = true}}, 2,
+         true},
         {"nothing at all", {{0}}, 0, true},
 };
 

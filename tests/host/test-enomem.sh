@@ -1,0 +1,172 @@
+#!/bin/bash
+# Host test (issue 10 item 4, docs/SECURITY.md row 4): out of memory fails closed, wherever it hits.
+#
+# Loop devices L1 and L2 hold byte-identical copies of one btrfs (clones); L3, a filesystem of its own,
+# shows in a first run without faults that a scan is seen, then goes. The helper (plain build, test seams) runs with an allocation-failure injector
+# (tests/host/enomem-shim.c) that fails the Nth malloc/calloc/realloc of the process, for
+# N = 1, 2, ... until no process reaches N, in four situations:
+#   cold   a `change` event of L1 with no inventory (the event reads and sweeps everything)
+#   sealed a `change` event of L1 after a clean `boot` (inventory and seal in place: the fast path)
+#   boot   `boot` with no inventory
+#   reconcile  `reconcile` after a clean `boot`
+# For every N: no signal, the udev verb exits 0 (boot and reconcile may exit 1); neither clone is ever decided
+# `scan` in the event's output or handed to the kernel (the control node is a regular file here, so
+# every scan ioctl shows as "scan failed" on stderr: none may name L1 or L2); a skip list written
+# keeps the names the kernel held before (in `sealed` and `reconcile`: both clones, as after a boot), and names both
+# clones when the run reported no problem (no ERROR=, no "memory" on stderr). The host's registry is never touched (no real control node), skip_scan is a
+# file (the fault shim redirects it; temp_fsid is hidden as on 6.1).
+#
+# env: BSG_HELPER (plain helper with test seams), BSG_ENOMEM_SHIM, BSG_SHIM (badinput-shim.so),
+#      TMPDIR. Exit 77 (skip) only when not root or without loop devices.
+set -euo pipefail
+
+helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
+enomem=${BSG_ENOMEM_SHIM:?BSG_ENOMEM_SHIM must name enomem-shim.so}
+shim=${BSG_SHIM:?BSG_SHIM must name badinput-shim.so}
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "SKIP: not root (loop devices need root)"
+    exit 77
+fi
+for tool in losetup mkfs.btrfs; do
+    command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/setup.sh installs it)"; exit 1; }
+done
+modprobe loop >/dev/null 2>&1 || true
+if [ ! -e /dev/loop-control ]; then
+    echo "SKIP: no loop support (/dev/loop-control)"
+    exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/bsg-enomem.XXXXXX")
+log=$work/tools.log
+: >"$log"
+echo "enomem: scratch $work"
+loops=()
+cleanup() {
+    local rc=$?
+    for l in "${loops[@]}"; do
+        losetup -d "$l" >>"$log" 2>&1 || true
+    done
+    [ "$rc" -ne 0 ] && { echo "--- $log"; tail -n 30 "$log"; }
+    rm -rf "$work"
+    exit "$rc"
+}
+trap cleanup EXIT
+
+truncate -s 128M "$work/a.img" "$work/c.img"
+mkfs.btrfs -q -f "$work/a.img" >>"$log" 2>&1
+cp --sparse=always "$work/a.img" "$work/b.img"
+mkfs.btrfs -q -f "$work/c.img" >>"$log" 2>&1
+for f in a b c; do
+    loops+=("$(losetup -f --show "$work/$f.img")")
+done
+L1=${loops[0]} L2=${loops[1]} L3=${loops[2]}
+echo "enomem: clones $L1 $L2, unique $L3"
+command -v udevadm >/dev/null && { udevadm settle --timeout=30 >>"$log" 2>&1 || true; }
+
+: >"$work/empty.conf"
+: >"$work/control"
+echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
+
+# run VERB ARGS... with the injector at $N (0: off); stdout to $work/out, stderr to $work/err; the
+# kernel's skip list beforehand is $held (after a boot: both clones)
+held=
+run() {
+    printf '%s\n' "$held" >"$work/skip_scan"
+    env -i PATH="$PATH" ACTION=change SUBSYSTEM=block DEVTYPE=disk DEVNAME="$L1" \
+        BTRFS_SCAN_GATE_RUNDIR="$work/run" BTRFS_SCAN_GATE_CONFIG="$work/empty.conf" \
+        BTRFS_SCAN_GATE_CMDLINE="$work/cmdline" BTRFS_SCAN_GATE_CONTROL="$work/control" \
+        BTRFS_SCAN_GATE_LOG=stderr \
+        BSG_SHIM_REDIRECT="/sys/module/btrfs/parameters/skip_scan=$work/skip_scan" \
+        BSG_SHIM_REDIRECT2="/sys/fs/btrfs/features/temp_fsid=$work/no-temp-fsid" \
+        LD_PRELOAD="$enomem $shim" BSG_ENOMEM_AT="$N" BSG_ENOMEM_LOG="$work/enomem.log" \
+        "$helper" "$@" >"$work/out" 2>"$work/err"
+}
+
+fail=0
+bad() {
+    echo "FAIL: $situation, allocation $N: $*"
+    sed 's/^/  out: /' "$work/out"
+    sed 's/^/  err: /' "$work/err" | head -n 20
+    fail=1
+}
+
+# checks the run just made; $1: its exit status
+check() {
+    local rc=$1 l
+    if [ "$rc" -ge 128 ]; then
+        bad "killed by signal $((rc - 128))"
+    elif [ "$situation" != boot ] && [ "$situation" != reconcile ] && [ "$rc" -ne 0 ]; then
+        bad "exit status $rc (udev always exits 0)"
+    fi
+    grep -qx 'BTRFS_SCAN_GATE_DECISION=scan' "$work/out" && bad "the clone $L1 decided scan"
+    for l in "$L1" "$L2"; do
+        grep -q "^btrfs-scan-gate: $l: scan failed" "$work/err" && bad "$l handed to the kernel's scan"
+    done
+    # a list written keeps what the kernel held (a run that could not see a device must not release
+    # it); a run that reports no problem wrote the whole list
+    local list want=$held
+    list=$(cat "$work/skip_scan")
+    if ! grep -q 'ERROR=\|memory' "$work/out" "$work/err"; then
+        want="$L1,$L2"
+    elif [ "$list" = "$held" ]; then
+        want=
+    fi
+    for l in ${want//,/ }; do
+        grep -q "\(^\|,\)$l\(,\|$\)" <<<"$list" || bad "skip list without $l: '$list' (held before: '$held')"
+    done
+    return 0
+}
+
+# the control: without a fault the clones are skipped and listed, the unique one is scanned
+N=0
+rm -rf "$work/run"
+run udev "$L1" && rc=0 || rc=$?
+situation=control
+check "$rc"
+grep -qx 'BTRFS_SCAN_GATE_REASON=clone' "$work/out" || bad "no fault: $L1 is not skip clone"
+grep -q "$L1" "$work/skip_scan" || bad "no fault: no skip list written"
+grep -q "^btrfs-scan-gate: $L3: scan failed" "$work/err" ||
+    bad "no fault: the unique $L3 was not handed to the (fake) control node: the check for scans sees nothing"
+# L3 has shown that a scan is seen; without it nothing is to be scanned, so a clean boot can seal
+# (the fake control node fails every scan, and a seal needs every scan device registered)
+losetup -d "$L3" >>"$log" 2>&1
+unset 'loops[2]'
+command -v udevadm >/dev/null && { udevadm settle --timeout=30 >>"$log" 2>&1 || true; }
+rm -rf "$work/run"
+run boot && rc=0 || rc=$?
+check "$rc"
+# the copies are hard links: the seal names the inventory by inode, size and mtime, and the helper
+# replaces files by rename, never in place
+mv "$work/run" "$work/run-booted"
+[ -s "$work/run-booted/seal" ] || bad "no seal after a clean boot: the sealed situation would not take the fast path"
+N=0
+rm -rf "$work/run"
+cp -al "$work/run-booted" "$work/run"
+held="$L1,$L2"
+BTRFS_SCAN_GATE_VERBOSE=1 run -v udev "$L1" && rc=0 || rc=$?
+grep -q 'the seal holds' "$work/err" || bad "no fault: the event after boot did not take the sealed fast path"
+[ "$fail" = 0 ] || exit 1
+booted_sum=$(cat "$work/run-booted/devices" "$work/run-booted/seal" | md5sum)
+
+for situation in cold sealed boot reconcile; do
+    N=1
+    held=
+    case $situation in sealed | reconcile) held="$L1,$L2" ;; esac
+    while :; do
+        rm -rf "$work/run" "$work/enomem.log"
+        [ -n "$held" ] && cp -al "$work/run-booted" "$work/run"
+        case $situation in
+        boot | reconcile) run "$situation" && rc=0 || rc=$? ;;
+        *) run udev "$L1" && rc=0 || rc=$? ;;
+        esac
+        check "$rc"
+        [ -s "$work/enomem.log" ] || break
+        N=$((N + 1))
+    done
+    echo "enomem: $situation: every one of the $((N - 1)) allocations failed in turn"
+    [ "$N" -gt 20 ] || { echo "FAIL: $situation: only $((N - 1)) allocations: the injector is not in effect"; fail=1; }
+done
+[ "$(cat "$work/run-booted/devices" "$work/run-booted/seal" | md5sum)" = "$booted_sum" ] ||
+    { echo "FAIL: the booted inventory or seal changed through a hard link: the runs did not start alike"; fail=1; }
+exit "$fail"

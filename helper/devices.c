@@ -759,6 +759,16 @@ static void classify(struct bsg_dev *d, const uint8_t *buf, int result)
                 (void)blkid_on_buffer(d, buf);
 }
 
+/* The reads could not start (out of memory, no pipe, no fork): every device that was to be read is
+ * what a read that did not finish leaves, in doubt, never "not btrfs". Returns ERR. */
+static int unread_in_doubt(struct bsg_devs *devs, int err)
+{
+        for (size_t i = 0; i < devs->n; i++)
+                if (!devs->v[i].skip_read)
+                        classify(&devs->v[i], NULL, -ETIMEDOUT);
+        return err;
+}
+
 int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_usec)
 {
         static struct read_record rec;
@@ -769,10 +779,10 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
 
         done = calloc(devs->n + 1, sizeof(bool));
         if (!done)
-                return -ENOMEM;
+                return unread_in_doubt(devs, -ENOMEM);
         if (pipe2(pipefd, O_CLOEXEC) < 0) {
                 free(done);
-                return -errno;
+                return unread_in_doubt(devs, -errno);
         }
         pid = fork();
         if (pid < 0) {
@@ -780,7 +790,7 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
                 close(pipefd[0]);
                 close(pipefd[1]);
                 free(done);
-                return r;
+                return unread_in_doubt(devs, r);
         }
         if (pid == 0) {
                 close(pipefd[0]);

@@ -59,11 +59,14 @@ void log_truncated_skip_list(const struct ctx *c, const struct plan *p)
 
 /* The list to write when this run does not know every device (c->doubt_all: the inventory or the
  * enumeration failed): the names the kernel holds now stay in it, so that a device this run could
- * not see is not released. NULL: out of memory. */
+ * not see is not released. NULL: out of memory, or the kernel's list could not be read. */
 static char *keep_current(const char *list)
 {
         _cleanup_free_ char *cur = NULL;
-        if (bsg_skip_scan_read(&cur) < 0 || isempty(cur))
+        int r = bsg_skip_scan_read(&cur);
+        if (r < 0 && r != -ENOENT)
+                return NULL; /* what the kernel holds is unknown: leave it */
+        if (isempty(cur))
                 return strdup(list);
         size_t l = strlen(list);
         char *out = malloc(l + strlen(cur) + 2);
@@ -120,7 +123,8 @@ void apply_skip_list(struct ctx *c, const char *list)
         if (c->doubt_all) {
                 kept = keep_current(list);
                 if (!kept) {
-                        log_msg("out of memory: %s left as it is", BSG_SKIP_SCAN_PATH);
+                        log_msg("cannot merge with the current %s (out of memory?): left as it is",
+                                BSG_SKIP_SCAN_PATH);
                         add_error(c, "out-of-memory");
                         return;
                 }

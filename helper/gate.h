@@ -197,8 +197,7 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
 void plan_done(struct plan *p);
 
 /* Whether the kernel is in the decided state for these entries as far as this helper knows: nothing
- * in doubt or unanswered (but a device unreadable and never read, which is listed), every scan
- * device registered, nothing left to forget. */
+ * in doubt or unanswered, every scan device registered, nothing left to forget. */
 bool plan_settled(const struct entry *e, size_t n);
 
 /* seal.c */

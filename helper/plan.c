@@ -117,9 +117,10 @@ static bool needs_forget(const struct entry *e)
 bool plan_settled(const struct entry *e, size_t n)
 {
         for (size_t i = 0; i < n; i++)
-                /* unreadable and never read (EIO, EACCES): listed, and nobody's twin in doubt for it */
-                if (e[i].pd.state == BSG_DEV_UNKNOWN || (e[i].unanswered && e[i].pd.state != BSG_DEV_UNREADABLE) ||
-                    needs_forget(&e[i]) ||
+                /* unanswered includes a device unreadable and never read (EIO, EACCES): it has no
+                 * record, and an event under a seal does not sweep, so a whole-set decision there
+                 * would leave it out of the list: no seal while one is present */
+                if (e[i].pd.state == BSG_DEV_UNKNOWN || e[i].unanswered || needs_forget(&e[i]) ||
                     (e[i].v.decision == BSG_SCAN && !e[i].registered))
                         return false;
         return true;

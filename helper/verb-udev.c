@@ -128,9 +128,10 @@ int run_udev(struct ctx *c)
         int ready = -1;
 
         if (r0 < 0) {
-                /* out of memory before anything was decided: say so, never fail the event */
-                print_kv("BTRFS_SCAN_GATE_DECISION", "ignore");
-                print_kv("BTRFS_SCAN_GATE_REASON", "not-btrfs");
+                /* out of memory before anything was decided: nothing is known of the device, so it
+                 * is in doubt (never scanned, the kernel's list left as it is); never fail the event */
+                print_kv("BTRFS_SCAN_GATE_DECISION", "skip");
+                print_kv("BTRFS_SCAN_GATE_REASON", "in-doubt");
                 print_kv("BTRFS_SCAN_GATE_ACTION", "none");
                 print_kv("BTRFS_SCAN_GATE_ERROR", "out-of-memory");
                 return 0;

@@ -53,16 +53,7 @@ int bsg_partsets_add(struct bsg_partsets *ps, const char *set, const char *text,
                 return -EINVAL;
         for (size_t i = 0; i < len;) {
                 char line[256], name[256], uuid[256], extra;
-                size_t l = 0;
-
-                while (i < len && text[i] != '\n') {
-                        if (l + 1 < sizeof(line))
-                                line[l++] = text[i] ? text[i] : ' ';
-                        i++;
-                }
-                if (i < len)
-                        i++;
-                line[l] = '\0';
+                copy_line(text, len, &i, line, sizeof(line));
                 int k = sscanf(line, "%255s %255s %c", name, uuid, &extra);
                 if (k <= 0 || name[0] == '#')
                         continue;

@@ -53,17 +53,8 @@ int bsg_rauc_parse(const char *text, size_t len, struct bsg_rauc_conf *ret_conf,
 
         for (size_t i = 0; i < len;) {
                 char line[1024];
-                size_t l = 0;
-
                 lineno++;
-                while (i < len && text[i] != '\n') {
-                        if (l + 1 < sizeof(line))
-                                line[l++] = text[i] ? text[i] : ' ';
-                        i++;
-                }
-                if (i < len)
-                        i++;
-                line[l] = '\0';
+                copy_line(text, len, &i, line, sizeof(line));
                 const char *s = trim(line);
                 if (s[0] == '\0' || s[0] == '#')
                         continue;

@@ -169,17 +169,6 @@ void bsg_field_write(FILE *f, const char *s)
                         fputc(*p, f);
 }
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* The next space-separated field of *P (moved past it), within its line: its start and length. */
 static bool next_field(const char **p, const char **ret_start, size_t *ret_len)
 {

@@ -6,6 +6,7 @@
 
 #include "crc32c.h"
 #include "superblock.h"
+#include "util.h"
 
 #define BTRFS_MAGIC 0x4D5F53665248425FULL /* "_BHRfS_M" */
 #define BTRFS_CSUM_SIZE 32
@@ -239,17 +240,6 @@ void bsg_uuid_format(const uint8_t u[BSG_UUID_SIZE], char out[37])
         *o = '\0';
 }
 
-static int unhex(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int bsg_uuid_parse(const char *s, uint8_t ret_uuid[BSG_UUID_SIZE])
 {
         uint8_t u[BSG_UUID_SIZE];
@@ -264,7 +254,7 @@ int bsg_uuid_parse(const char *s, uint8_t ret_uuid[BSG_UUID_SIZE])
                         k++;
                         continue;
                 }
-                int hi = unhex(s[k]), lo = unhex(s[k + 1]);
+                int hi = hexval(s[k]), lo = hexval(s[k + 1]);
                 if (hi < 0 || lo < 0)
                         return -EINVAL;
                 u[i++] = (uint8_t)(hi << 4 | lo);

@@ -45,6 +45,35 @@ static inline bool isempty(const char *s)
         return !s || s[0] == '\0';
 }
 
+/* The value of hex digit C (either case), or -1. */
+static inline int hexval(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Copies the line of TEXT (LEN bytes) at *POS into LINE (SIZE bytes; longer lines are cut, NULs
+ * become blanks) and moves *POS past its newline. */
+static inline void copy_line(const char *text, size_t len, size_t *pos, char *line, size_t size)
+{
+        size_t i = *pos, l = 0;
+
+        while (i < len && text[i] != '\n') {
+                if (l + 1 < size)
+                        line[l++] = text[i] ? text[i] : ' ';
+                i++;
+        }
+        if (i < len)
+                i++;
+        line[l] = '\0';
+        *pos = i;
+}
+
 /* Moves a pointer out of a cleanup variable: hand ownership out explicitly. */
 #define TAKE_PTR(p)                                                                                     \
         ({                                                                                              \

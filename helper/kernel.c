@@ -251,13 +251,17 @@ int bsg_control_run(int control, struct bsg_kop *ops, size_t n, int close_fd, ui
                 }
         }
         close(pipefd[0]);
-        if (got == n)
-                (void)waitpid(pid, NULL, 0); /* done with its ioctls: exiting */
-        else {
-                /* still in an ioctl: killed and abandoned (an ioctl in D state outlives SIGKILL) */
-                kill(pid, SIGKILL);
-                (void)waitpid(pid, NULL, WNOHANG);
+        /* done with its ioctls, it is exiting: reaped while the budget lasts, never waited for beyond it
+         * (a udev worker must not hang on a child stuck in exit) */
+        while (got == n && now_usec() < deadline_usec) {
+                pid_t w = waitpid(pid, NULL, WNOHANG);
+                if (w == pid || (w < 0 && errno != EINTR))
+                        return 0;
+                nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
         }
+        /* still in an ioctl (or in exit): killed and abandoned (an ioctl in D state outlives SIGKILL) */
+        kill(pid, SIGKILL);
+        (void)waitpid(pid, NULL, WNOHANG);
         return 0;
 }
 

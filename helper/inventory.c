@@ -205,6 +205,9 @@ static void entry_from_record(struct entry *e, const struct bsg_record *rec)
                 e->pd.devid = rec->devid;
                 e->pd.num_devices = rec->num_devices;
                 e->pd.seeding = rec->seeding;
+                e->pd.fsid_changing = rec->fsid_changing;
+                e->pd.metadata_uuid_feature = rec->metadata_uuid_feature;
+                memcpy(e->pd.metadata_uuid, rec->metadata_uuid, BSG_UUID_SIZE);
                 e->generation = rec->generation;
                 break;
         case BSG_RECORD_INVALID:
@@ -221,6 +224,15 @@ static void entry_from_record(struct entry *e, const struct bsg_record *rec)
          * read the device */
         e->pd.partitioned_disk = rec->partitioned && (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID);
         e->from_record = true;
+}
+
+/* The record says of the identity what the superblock SB says: fsid-change flags, METADATA_UUID and
+ * metadata_uuid (issue 18 case 1). */
+static bool same_identity_bits(const struct bsg_record *rec, const struct bsg_superblock *sb)
+{
+        bool mu = bsg_superblock_has_metadata_uuid(sb);
+        return rec->fsid_changing == bsg_superblock_fsid_changing(sb) && rec->metadata_uuid_feature == mu &&
+               (!mu || memcmp(rec->metadata_uuid, sb->metadata_uuid, BSG_UUID_SIZE) == 0);
 }
 
 /* Whether REC (the inventory's) describes the device D enumerated or stat()ed now. */
@@ -308,6 +320,10 @@ static int platform_slot(const struct ctx *c, struct entry *e)
 static void security_fields(struct entry *e, const struct bsg_dev *d)
 {
         memcpy(e->pd.dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE);
+        e->pd.fsid_changing = bsg_superblock_fsid_changing(&d->sb);
+        e->pd.metadata_uuid_feature = bsg_superblock_has_metadata_uuid(&d->sb);
+        if (e->pd.metadata_uuid_feature)
+                memcpy(e->pd.metadata_uuid, d->sb.metadata_uuid, BSG_UUID_SIZE);
         e->pd.storage_id = d->storage_id;
         e->pd.partitioned_disk = d->partitioned;
 }
@@ -335,7 +351,7 @@ static int entries_build(struct ctx *c)
                 if (rec && (!record_is_of(rec, d) ||
                             (read && (d->parse_result != 0 || rec->kind != BSG_RECORD_BTRFS ||
                                       memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) != 0 ||
-                                      rec->devid != d->sb.devid)))) {
+                                      !same_identity_bits(rec, &d->sb) || rec->devid != d->sb.devid)))) {
                         /* the record is of another device that had this number (media replugged):
                          * neither its label nor its registration belong to this one */
                         log_debug("%s: inventory entry of an earlier device with this number dropped", d->devnode);
@@ -485,6 +501,10 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 rec.num_devices = d->sb.num_devices;
                 rec.generation = d->sb.generation;
                 rec.seeding = bsg_superblock_is_seed(&d->sb);
+                rec.fsid_changing = bsg_superblock_fsid_changing(&d->sb);
+                rec.metadata_uuid_feature = bsg_superblock_has_metadata_uuid(&d->sb);
+                if (rec.metadata_uuid_feature)
+                        memcpy(rec.metadata_uuid, d->sb.metadata_uuid, BSG_UUID_SIZE);
         } else
                 rec.kind = d->parse_result == BSG_SB_INVALID ? BSG_RECORD_INVALID : BSG_RECORD_NOT_BTRFS;
         *ret = rec;
@@ -557,7 +577,7 @@ static bool record_still_holds(const struct bsg_record *rec, const struct bsg_de
         return rec->kind == BSG_RECORD_BTRFS && memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) == 0 &&
                memcmp(rec->dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE) == 0 && rec->devid == d->sb.devid &&
                rec->num_devices == d->sb.num_devices && rec->seeding == bsg_superblock_is_seed(&d->sb) &&
-               streq_ptr(rec->storage_id, d->storage_id);
+               same_identity_bits(rec, &d->sb) && streq_ptr(rec->storage_id, d->storage_id);
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -1016,8 +1036,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                         t = &c->e[i];
         for (size_t i = 0; i < c->n && t; i++) {
                 struct entry *e = &c->e[i];
-                e->target_group = e == t || (e->pd.state == BSG_DEV_BTRFS && t->pd.state == BSG_DEV_BTRFS &&
-                                             memcmp(e->pd.fsid, t->pd.fsid, BSG_UUID_SIZE) == 0);
+                e->target_group = e == t || same_filesystem(&e->pd, &t->pd);
         }
         *ret_target = target;
         *ret_lock_fd = lock_fd;

@@ -289,14 +289,34 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 r = -EINVAL;
                 goto fail;
         }
-        /* flags (bit 0: partitioned whole disk); lines written before they existed end here */
+        /* flags (bit 0: partitioned whole disk, bit 1: fsid change in progress, bit 2: METADATA_UUID
+         * feature, and then the metadata_uuid follows); lines written before they existed end here */
         uint64_t flags = 0;
         const char *q2 = p;
-        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 1 || next_field(&p, &s, &len))) {
+        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 7)) {
+                r = -EINVAL;
+                goto fail;
+        }
+        if (flags & 4) {
+                char mu[37];
+                if (!next_field(&p, &s, &len) || len != 36) {
+                        r = -EINVAL;
+                        goto fail;
+                }
+                memcpy(mu, s, 36);
+                mu[36] = '\0';
+                if (bsg_uuid_parse(mu, rec.metadata_uuid) < 0) {
+                        r = -EINVAL;
+                        goto fail;
+                }
+        }
+        if (next_field(&p, &s, &len)) {
                 r = -EINVAL;
                 goto fail;
         }
         rec.partitioned = flags & 1;
+        rec.fsid_changing = flags & 2;
+        rec.metadata_uuid_feature = flags & 4;
         *ret_rec = rec;
         return 0;
 fail:
@@ -321,7 +341,12 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_field_write(f, rec->disk);
         fputc(' ', f);
         bsg_field_write(f, rec->devnode);
-        fprintf(f, " %d", rec->partitioned ? 1 : 0);
+        fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0));
+        if (rec->metadata_uuid_feature) {
+                char mu[37];
+                bsg_uuid_format(rec->metadata_uuid, mu);
+                fprintf(f, " %s", mu);
+        }
 }
 
 int bsg_record_format(const struct bsg_record *rec, char **ret_line)
@@ -446,7 +471,7 @@ static void fill_state(FILE *f, const void *data)
         const struct bsg_state *state = data;
         fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
               "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
-              "flags(1 partitioned disk)\n", f);
+              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows) [metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);
                 fputc('\n', f);

@@ -226,6 +226,16 @@ bool bsg_superblock_is_seed(const struct bsg_superblock *sb)
         return sb->flags & BSG_SUPER_FLAG_SEEDING;
 }
 
+bool bsg_superblock_fsid_changing(const struct bsg_superblock *sb)
+{
+        return sb->flags & (BSG_SUPER_FLAG_CHANGING_FSID | BSG_SUPER_FLAG_CHANGING_FSID_V2);
+}
+
+bool bsg_superblock_has_metadata_uuid(const struct bsg_superblock *sb)
+{
+        return sb->incompat_flags & BSG_INCOMPAT_METADATA_UUID;
+}
+
 void bsg_uuid_format(const uint8_t u[BSG_UUID_SIZE], char out[37])
 {
         static const char hex[] = "0123456789abcdef";

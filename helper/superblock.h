@@ -15,6 +15,11 @@
 #define BSG_MAX_DEVICES 65536u /* num_devices above this is absurd */
 
 #define BSG_SUPER_FLAG_SEEDING (1ULL << 32)
+/* An fsid change (btrfstune -u, -M) began and did not finish: the kernel then matches the device to
+ * a filesystem by either of its UUIDs (linux 6.1 fs/btrfs/volumes.c, find_fsid_inprogress() and
+ * find_fsid_changed()). */
+#define BSG_SUPER_FLAG_CHANGING_FSID (1ULL << 35)
+#define BSG_SUPER_FLAG_CHANGING_FSID_V2 (1ULL << 36)
 #define BSG_INCOMPAT_METADATA_UUID (1ULL << 10)
 
 enum bsg_csum_type {
@@ -57,6 +62,10 @@ struct bsg_superblock {
 int bsg_superblock_parse(const uint8_t *sb, size_t len, struct bsg_superblock *ret_sb, const char **problem);
 
 bool bsg_superblock_is_seed(const struct bsg_superblock *sb);
+/* CHANGING_FSID or CHANGING_FSID_V2 is set. */
+bool bsg_superblock_fsid_changing(const struct bsg_superblock *sb);
+/* The METADATA_UUID incompat feature: metadata_uuid is its own UUID, not the fsid. */
+bool bsg_superblock_has_metadata_uuid(const struct bsg_superblock *sb);
 const char *bsg_csum_type_name(uint16_t csum_type); /* "crc32c", ... or NULL if unknown */
 const char *bsg_csum_state_name(enum bsg_csum_state s); /* "verified", "not-verified" */
 

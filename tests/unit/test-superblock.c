@@ -174,6 +174,30 @@ static void known_answers(void)
         CHECK(bsg_uuid_parse("11111111+2222-3333-4444-555555555555", u) == -EINVAL);
 }
 
+/* The identity bits the policy reads (issue 18 case 1): the fsid-change flags (super flags bits 35
+ * and 36, BTRFS_SUPER_FLAG_CHANGING_FSID and _V2 in linux 6.1 btrfs_tree.h) and the METADATA_UUID
+ * incompat feature. */
+static void identity_one(const char *name, const char *image, uint64_t set_flags, bool changing, bool has_mu)
+{
+        static uint8_t img[IMG_SIZE];
+        struct bsg_superblock sb = {0};
+
+        check_case = name;
+        CHECK(load_image(image, img) == IMG_SIZE);
+        uint8_t *s = img + BSG_SUPER_OFFSET;
+        if (set_flags) {
+                uint64_t f;
+                memcpy(&f, s + 0x38, 8);
+                f = htole64(le64toh(f) | set_flags);
+                memcpy(s + 0x38, &f, 8);
+                uint32_t c = htole32(bsg_crc32c(0, s + 32, BSG_SUPER_SIZE - 32));
+                memcpy(s, &c, 4);
+        }
+        CHECK(bsg_superblock_parse(s, BSG_SUPER_SIZE, &sb, NULL) == 0);
+        CHECK(bsg_superblock_fsid_changing(&sb) == changing);
+        CHECK(bsg_superblock_has_metadata_uuid(&sb) == has_mu);
+}
+
 int main(void)
 {
         images_dir = getenv("BSG_IMAGES");
@@ -195,6 +219,12 @@ int main(void)
         };
         for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
                 image_one(&images[i]);
+
+        identity_one("identity-plain", "crc32c", 0, false, false);
+        identity_one("identity-metadata-uuid", "metauuid", 0, false, true);
+        identity_one("identity-changing-fsid", "crc32c", 1ULL << 35, true, false);
+        identity_one("identity-changing-fsid-v2", "metauuid", 1ULL << 36, true, true);
+        identity_one("identity-seeding-is-no-change", "crc32c", 1ULL << 32, false, false);
 
         static const uint8_t zero24[24] = {0}; /* bytenr, flags and magic */
         static const uint64_t zero = 0, absurd = 1ULL << 40, bytenr = 65536 * 2;

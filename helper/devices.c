@@ -221,6 +221,10 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 }
         }
         d->hotpluggable = is_hotpluggable(disk, link, uevent);
+        /* a zoned device (host-aware, host-managed): the kernel reads its superblock from the log
+         * zones, not at 64 KiB (issue 18 case 6) */
+        if (sysfs_read(disk, "queue/zoned", v, sizeof(v)) > 0 && !streq(v, "none"))
+                d->zoned = true;
         if (sysfs_read(disk, "diskseq", v, sizeof(v)) > 0)
                 d->diskseq = strtoull(v, NULL, 10);
 

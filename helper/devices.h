@@ -23,6 +23,7 @@ struct bsg_dev {
         bool partition;  /* DEVTYPE=partition */
         bool hotpluggable;
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
+        bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */

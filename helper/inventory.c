@@ -223,6 +223,7 @@ static void entry_from_record(struct entry *e, const struct bsg_record *rec)
         /* as the read that made the record found it: a verdict does not depend on whether this run
          * read the device */
         e->pd.partitioned_disk = rec->partitioned && (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID);
+        e->pd.zoned = e->pd.zoned || rec->zoned;
         e->from_record = true;
 }
 
@@ -363,6 +364,7 @@ static int entries_build(struct ctx *c)
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
                 e->pd.hotpluggable = d->hotpluggable || (rec && rec->hotpluggable);
+                e->pd.zoned = d->zoned;
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
@@ -482,6 +484,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .disk = d->disk,
                 .registered = registered,
                 .partitioned = e->pd.partitioned_disk,
+                .zoned = e->pd.zoned,
         };
 
         if (!d->devnum)
@@ -577,7 +580,7 @@ static bool record_still_holds(const struct bsg_record *rec, const struct bsg_de
         return rec->kind == BSG_RECORD_BTRFS && memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) == 0 &&
                memcmp(rec->dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE) == 0 && rec->devid == d->sb.devid &&
                rec->num_devices == d->sb.num_devices && rec->seeding == bsg_superblock_is_seed(&d->sb) &&
-               same_identity_bits(rec, &d->sb) && streq_ptr(rec->storage_id, d->storage_id);
+               same_identity_bits(rec, &d->sb) && rec->zoned == d->zoned && streq_ptr(rec->storage_id, d->storage_id);
 }
 
 static int cmp_line(const void *a, const void *b)

@@ -24,6 +24,7 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_IN_DOUBT] = "in-doubt",
         [BSG_REASON_FSID_CHANGING] = "fsid-changing",
         [BSG_REASON_UNTRUSTED_METADATA_UUID] = "untrusted-metadata-uuid",
+        [BSG_REASON_ZONED] = "zoned",
 };
 
 const char *bsg_reason_name(enum bsg_reason r)
@@ -86,6 +87,14 @@ bool is_multi_device(const struct bsg_device *d)
 bool is_partitioned_disk(const struct bsg_device *d)
 {
         return d->partitioned_disk;
+}
+
+/* A zoned device: Linux 6.1 reads its superblock from the log zones (sb_write_pointer()), this helper
+ * and the check after a scan read 64 KiB, so what was decided is not what the kernel would register.
+ * Listed, never scanned, whatever its 64 KiB hold; it is no copy of anything either. */
+bool is_zoned(const struct bsg_device *d)
+{
+        return d->zoned;
 }
 
 /* An fsid change was interrupted (or the superblock says so to be matched by either of its UUIDs):
@@ -160,7 +169,8 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 {
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
-        return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_same_storage_secondary(devs, n, k) &&
+        return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_zoned(b) &&
+               !is_same_storage_secondary(devs, n, k) &&
                !(b->hotpluggable && !a->hotpluggable);
 }
 
@@ -168,7 +178,8 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]))
+                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]) &&
+                    !is_zoned(&devs[k]))
                         return true;
         return false;
 }
@@ -267,6 +278,7 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
         case BSG_REASON_SAME_STORAGE:
         case BSG_REASON_UNREADABLE:
         case BSG_REASON_FSID_CHANGING:
+        case BSG_REASON_ZONED:
         case BSG_REASON_UNTRUSTED_METADATA_UUID:
                 return false;
         default:
@@ -282,6 +294,8 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         const struct bsg_device *d = &devs[i];
         bool members_only = false;
 
+        if (is_zoned(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_ZONED);
         if (is_in_doubt(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
         if (d->state == BSG_DEV_UNREADABLE)

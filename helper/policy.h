@@ -43,6 +43,7 @@ enum bsg_reason {
                               * memory to decide: every doubt ends in skip */
         BSG_REASON_FSID_CHANGING, /* CHANGING_FSID(_V2) set: the kernel would match it by either UUID */
         BSG_REASON_UNTRUSTED_METADATA_UUID, /* hot-pluggable media with the METADATA_UUID feature */
+        BSG_REASON_ZONED, /* a zoned device: the kernel reads its superblock where this helper does not */
         _BSG_REASON_MAX,
 };
 
@@ -61,6 +62,7 @@ struct bsg_device {
         bool metadata_uuid_feature;
         uint8_t metadata_uuid[BSG_UUID_SIZE];
         bool fsid_changing; /* super flag CHANGING_FSID or CHANGING_FSID_V2 */
+        bool zoned;         /* zoned block device (sysfs queue/zoned not "none") */
         uint64_t devid;
         uint64_t num_devices;
         uint8_t dev_uuid[BSG_UUID_SIZE];
@@ -96,6 +98,7 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
 bool same_filesystem(const struct bsg_device *a, const struct bsg_device *b);
 
 /* The named predicates, one per reason. */
+bool is_zoned(const struct bsg_device *d);
 bool is_fsid_changing(const struct bsg_device *d);
 bool is_untrusted_metadata_uuid(const struct bsg_device *d);
 bool is_not_btrfs(const struct bsg_device *d);

@@ -290,10 +290,10 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 goto fail;
         }
         /* flags (bit 0: partitioned whole disk, bit 1: fsid change in progress, bit 2: METADATA_UUID
-         * feature, and then the metadata_uuid follows); lines written before they existed end here */
+         * feature, and then the metadata_uuid follows; bit 3: zoned device); lines written before they existed end here */
         uint64_t flags = 0;
         const char *q2 = p;
-        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 7)) {
+        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 15)) {
                 r = -EINVAL;
                 goto fail;
         }
@@ -317,6 +317,7 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         rec.partitioned = flags & 1;
         rec.fsid_changing = flags & 2;
         rec.metadata_uuid_feature = flags & 4;
+        rec.zoned = flags & 8;
         *ret_rec = rec;
         return 0;
 fail:
@@ -341,7 +342,8 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_field_write(f, rec->disk);
         fputc(' ', f);
         bsg_field_write(f, rec->devnode);
-        fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0));
+        fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0) |
+                                 (rec->zoned ? 8 : 0));
         if (rec->metadata_uuid_feature) {
                 char mu[37];
                 bsg_uuid_format(rec->metadata_uuid, mu);
@@ -471,7 +473,7 @@ static void fill_state(FILE *f, const void *data)
         const struct bsg_state *state = data;
         fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
               "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
-              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows) [metadata_uuid]\n", f);
+              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned) [metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);
                 fputc('\n', f);

@@ -47,6 +47,7 @@ struct bsg_record {
         bool registered; /* this helper registered it (scan ioctl succeeded) and has not forgotten it */
         bool partitioned; /* a whole disk whose partitions are block devices of their own (when read) */
         bool fsid_changing; /* CHANGING_FSID(_V2) set */
+        bool zoned;         /* a zoned device (when read) */
         bool metadata_uuid_feature; /* the METADATA_UUID feature, and its metadata_uuid: */
         uint8_t metadata_uuid[BSG_UUID_SIZE];
 };

@@ -99,6 +99,11 @@ static void log_security_reason(const struct entry *t)
                         "UUID): never scanned",
                         t->devnode);
                 break;
+        case BSG_REASON_ZONED:
+                log_msg("%s: zoned device (the kernel reads its superblock from the log zones, not at 64 KiB): "
+                        "never scanned",
+                        t->devnode);
+                break;
         case BSG_REASON_UNTRUSTED_METADATA_UUID:
                 log_msg("%s: removable device with the METADATA_UUID feature (matched by a UUID it does not show "
                         "as its fsid): never scanned",

@@ -1405,6 +1405,45 @@ static void test_bad_superblocks(Fixture *f, gconstpointer data)
         assert_registry("");
 }
 
+/* Issue 18 case 6: a zoned device (queue/zoned of its disk not "none") carries its superblock in the
+ * log zones for the kernel; what is at 64 KiB is not what the kernel reads. Listed, never scanned, no
+ * slot, whatever its 64 KiB hold; it makes no internal copy a clone. */
+static const DevSpec zoned_a = {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"};
+static const DevSpec zoned_part = {.node = "sdz1", .disk = "sdz", .partn = 1, .image = "rootfs",
+                                   .partlabel = "rootfs-B"};
+
+static void test_zoned(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        world_add(f, &zoned_a);
+        world_add(f, &zoned_part);
+        const char *disk = g_hash_table_lookup(f->syspaths, "sdz");
+        g_assert_nonnull(disk);
+        g_autofree char *rel = g_build_filename(disk, "queue", "zoned", NULL);
+        g_autofree char *attr = tb_path(rel);
+        write_file(attr, "host-managed\n", -1);
+
+        run_udev(f, &zoned_part, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "zoned");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdz1"), ==, 0);
+        run_udev(f, &zoned_a, &r, FALSE);
+        assert_kv(&r, "REASON", "unique");
+        run_clear(&r);
+        assert_registry("/dev/sda4");
+        /* the whole zoned disk too: the kernel would read its log zones as well */
+        assert_skip_scan("/dev/sdz,/dev/sdz1");
+
+        /* boot decides the same from sysfs alone */
+        kernel_reset();
+        run_boot(f);
+        assert_registry("/dev/sda4");
+        assert_skip_scan("/dev/sdz,/dev/sdz1");
+}
+
 /* A devnode with a comma cannot be written into the comma-separated skip list. */
 static const DevSpec comma[] = {
         {.node = "sdi1", .disk = "sdi", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
@@ -2314,6 +2353,7 @@ int main(int argc, char **argv)
         add("/helper/kernel/missing-control", test_missing_control);
         add("/helper/input/bad-superblocks", test_bad_superblocks);
         add("/helper/input/path-with-comma", test_bad_path);
+        add("/helper/input/zoned", test_zoned);
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);
         add("/helper/mode/status", test_status);

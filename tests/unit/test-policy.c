@@ -21,6 +21,7 @@ struct spec {
         int uuid;            /* device UUID byte; 0: the devid's */
         int mu;              /* METADATA_UUID feature with this metadata_uuid byte; 0: none */
         bool changing;       /* CHANGING_FSID_V2 */
+        bool zoned;
 };
 
 static struct bsg_device to_dev(const struct spec *s)
@@ -45,6 +46,7 @@ static struct bsg_device to_dev(const struct spec *s)
         d.metadata_uuid_feature = s->mu != 0;
         memset(d.metadata_uuid, s->mu, sizeof(d.metadata_uuid));
         d.fsid_changing = s->changing;
+        d.zoned = s->zoned;
         return d;
 }
 
@@ -214,6 +216,12 @@ static const struct policy_case policy_cases[] = {
         {"fixed-metadata-uuid-alone", SKIPALL, {{"/dev/sdb", 8, .mu = 1}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"fixed-fsid-changing-alone", SKIPALL, {{"/dev/sdb", 8, .changing = true}}, 1, 0, BSG_SKIP,
          BSG_REASON_FSID_CHANGING},
+        /* issue 18 case 6: a zoned device is listed whatever its 64 KiB hold, and is no copy */
+        {"zoned-btrfs", SKIPALL, {{"/dev/sdz", 1, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-not-btrfs", SKIPALL, {{"/dev/sdz", 0, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-invalid", SKIPALL, {{"/dev/sdz", -1, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-twin-is-no-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/sdz", 1, .zoned = true}}, 2, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
         {"bad-path", SKIPALL, {{"/dev/mapper/a,b", 1, .bad_path = true}}, 1, 0, BSG_SKIP, BSG_REASON_BAD_PATH},
         {"bad-path-twin-still-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/mapper/a b", 1, .bad_path = true}}, 2, 0,
          BSG_SKIP, BSG_REASON_CLONE},
@@ -420,6 +428,7 @@ int main(void)
         CHECK_STREQ(bsg_reason_name(BSG_REASON_INCONSISTENT_COPIES), "inconsistent-copies");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_PARTITIONED_DISK), "partitioned-disk");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_FSID_CHANGING), "fsid-changing");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_ZONED), "zoned");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_UNTRUSTED_METADATA_UUID), "untrusted-metadata-uuid");
 
         /* who may own shared links (issue 10 item 2) */
@@ -432,7 +441,7 @@ int main(void)
                 {BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED, false}, {BSG_REASON_SAME_STORAGE, false},
                 {BSG_REASON_INCONSISTENT_COPIES, false}, {BSG_REASON_PARTITIONED_DISK, false},
                 {BSG_REASON_INVALID_SUPERBLOCK, false}, {BSG_REASON_FSID_CHANGING, false},
-                {BSG_REASON_UNTRUSTED_METADATA_UUID, false},
+                {BSG_REASON_UNTRUSTED_METADATA_UUID, false}, {BSG_REASON_ZONED, false},
         };
         for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
                 struct bsg_verdict v = {BSG_SKIP, links[i].reason};

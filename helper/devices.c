@@ -55,6 +55,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
         free(d->blkid_label);
+        free(d->raw);
 }
 
 void bsg_devs_free(struct bsg_devs *d)
@@ -759,8 +760,13 @@ static void classify(struct bsg_dev *d, const uint8_t *buf, int result)
         d->parse_result = bsg_superblock_parse(buf, (size_t)result, &d->sb, &d->problem);
         if (d->parse_result == BSG_SB_TRUNCATED && result >= 0x48 && memcmp(buf + 0x40, "_BHRfS_M", 8) == 0)
                 d->parse_result = BSG_SB_INVALID; /* a btrfs superblock cut short */
-        if (d->parse_result == 0)
+        if (d->parse_result == 0) {
                 (void)blkid_on_buffer(d, buf);
+                free(d->raw);
+                d->raw = malloc(BSG_SUPER_SIZE);
+                if (d->raw)
+                        memcpy(d->raw, buf, BSG_SUPER_SIZE);
+        }
 }
 
 /* The reads could not start (out of memory, no pipe, no fork): every device that was to be read is

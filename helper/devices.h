@@ -34,6 +34,8 @@ struct bsg_dev {
         int parse_result; /* bsg_superblock_parse(): 0 or BSG_SB_* */
         const char *problem;
         struct bsg_superblock sb;
+        uint8_t *raw; /* the 4096 bytes read, kept for a valid superblock: the check after a scan
+                       * compares the whole block (NULL: not kept, out of memory) */
 
         /* what libblkid says of the same bytes (NULL where it says nothing) */
         char *blkid_type, *blkid_uuid, *blkid_uuid_sub, *blkid_label;

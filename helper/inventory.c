@@ -465,6 +465,7 @@ static int entries_build(struct ctx *c)
                                              bsg_mount_sources_has(&c->mount_sources, e->devnode);
                 struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
                 e->registered = rec && rec->registered;
+                e->forget_pending = e->registered && rec->forget_pending;
         }
         return 0;
 }
@@ -551,6 +552,7 @@ void record_all(struct ctx *c)
                 }
                 if (record_of_read(&c->devs.v[e->dev], e, old && old->registered, &rec) < 0)
                         continue;
+                rec.forget_pending = rec.registered && old->forget_pending;
                 if (bsg_state_put(&c->state, &rec) < 0)
                         add_error(c, "out-of-memory");
         }

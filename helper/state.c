@@ -261,7 +261,7 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         if (!bsg_field_u64(&q, &min) || maj > 0xfffff || min > 0xfffff)
                 return -EINVAL;
         if (!bsg_field_u64(&p, &rec.diskseq) || !bsg_field_u64(&p, &rec.size) || !bsg_field_u64(&p, &kind) || kind > 3 ||
-            !bsg_field_u64(&p, &reg) || !bsg_field_u64(&p, &rec.devid) || !bsg_field_u64(&p, &rec.num_devices) ||
+            !bsg_field_u64(&p, &reg) || reg > 2 || !bsg_field_u64(&p, &rec.devid) || !bsg_field_u64(&p, &rec.num_devices) ||
             !bsg_field_u64(&p, &rec.generation) || !bsg_field_u64(&p, &seed) || !bsg_field_u64(&p, &hot))
                 return -EINVAL;
         if (!next_field(&p, &s, &len) || len != 36)
@@ -278,7 +278,8 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 return -EINVAL;
         rec.devnum = makedev((unsigned)maj, (unsigned)min);
         rec.kind = (enum bsg_record_kind)kind;
-        rec.registered = reg;
+        rec.registered = reg != 0;
+        rec.forget_pending = reg == 2;
         rec.seeding = seed;
         rec.hotpluggable = hot;
         if ((r = bsg_field_read(&p, &rec.partlabel)) < 0 || (r = bsg_field_read(&p, &rec.partuuid)) < 0 ||
@@ -331,7 +332,8 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_uuid_format(rec->fsid, fsid);
         bsg_uuid_format(rec->dev_uuid, dev_uuid);
         fprintf(f, "%u:%u %" PRIu64 " %" PRIu64 " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %s %s ",
-                major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind, rec->registered,
+                major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind,
+                rec->registered ? (rec->forget_pending ? 2 : 1) : 0,
                 rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->hotpluggable, fsid, dev_uuid);
         bsg_field_write(f, rec->partlabel);
         fputc(' ', f);
@@ -471,7 +473,7 @@ int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, co
 static void fill_state(FILE *f, const void *data)
 {
         const struct bsg_state *state = data;
-        fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
+        fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered(1, 2: forget pending) "
               "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
               "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned) [metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
@@ -656,6 +658,7 @@ int bsg_pending_apply(const char *rundir, struct bsg_state *state)
                                 rec.registered = old && old->registered && old->kind == rec.kind &&
                                                  memcmp(old->fsid, rec.fsid, BSG_UUID_SIZE) == 0 &&
                                                  old->devid == rec.devid;
+                                rec.forget_pending = rec.registered && old->forget_pending;
                                 if (bsg_state_put(state, &rec) >= 0)
                                         n++;
                                 bsg_record_done(&rec);

@@ -69,6 +69,12 @@ bool bsg_superblock_has_metadata_uuid(const struct bsg_superblock *sb);
 const char *bsg_csum_type_name(uint16_t csum_type); /* "crc32c", ... or NULL if unknown */
 const char *bsg_csum_state_name(enum bsg_csum_state s); /* "verified", "not-verified" */
 
+/* Whether NOW (a superblock read after a scan) says all that WANT said and the decision used: fsid,
+ * metadata_uuid, device UUID, devid, num_devices, generation, the seed and fsid-change flags and the
+ * METADATA_UUID feature. For a decision made from the inventory's summary, where the block itself
+ * was not read; a decision from a read compares the whole block. */
+bool bsg_superblock_same_summary(const struct bsg_superblock *want, const struct bsg_superblock *now);
+
 /* Formats a UUID as 36 lowercase characters plus NUL. */
 void bsg_uuid_format(const uint8_t uuid[BSG_UUID_SIZE], char out[37]);
 /* Parses "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"; returns 0 or -EINVAL. */

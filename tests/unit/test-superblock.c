@@ -198,6 +198,38 @@ static void identity_one(const char *name, const char *image, uint64_t set_flags
         CHECK(bsg_superblock_has_metadata_uuid(&sb) == has_mu);
 }
 
+/* bsg_superblock_same_summary(): every field a decision from the inventory used, and only those. */
+static void same_summary(void)
+{
+        static uint8_t img[IMG_SIZE];
+        struct bsg_superblock a = {0}, b;
+
+        check_case = "same-summary";
+        CHECK(load_image("raid-1", img) == IMG_SIZE);
+        CHECK(bsg_superblock_parse(img + BSG_SUPER_OFFSET, BSG_SUPER_SIZE, &a, NULL) == 0);
+        CHECK(bsg_superblock_same_summary(&a, &a));
+        b = a;
+        b.label[0] ^= 1;
+        CHECK(bsg_superblock_same_summary(&a, &b)); /* the label is not a decision's input */
+#define DIFFERS(name, stmt)                                     \
+        do {                                                    \
+                check_case = "same-summary-" name;              \
+                b = a;                                          \
+                stmt;                                           \
+                CHECK(!bsg_superblock_same_summary(&a, &b));    \
+        } while (0)
+        DIFFERS("fsid", b.fsid[3] ^= 1);
+        DIFFERS("metadata-uuid", b.metadata_uuid[0] ^= 1);
+        DIFFERS("dev-uuid", b.dev_uuid[15] ^= 1);
+        DIFFERS("devid", b.devid++);
+        DIFFERS("num-devices", b.num_devices++);
+        DIFFERS("generation", b.generation++);
+        DIFFERS("seed", b.flags |= BSG_SUPER_FLAG_SEEDING);
+        DIFFERS("fsid-changing", b.flags |= BSG_SUPER_FLAG_CHANGING_FSID);
+        DIFFERS("metadata-uuid-feature", b.incompat_flags |= BSG_INCOMPAT_METADATA_UUID);
+#undef DIFFERS
+}
+
 int main(void)
 {
         images_dir = getenv("BSG_IMAGES");
@@ -220,6 +252,7 @@ int main(void)
         for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
                 image_one(&images[i]);
 
+        same_summary();
         identity_one("identity-plain", "crc32c", 0, false, false);
         identity_one("identity-metadata-uuid", "metauuid", 0, false, true);
         identity_one("identity-changing-fsid", "crc32c", 1ULL << 35, true, false);

@@ -945,8 +945,15 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         drop_stale_names(c, d);
         if (c->action == UDEV_ACTION_REMOVE) {
                 dev_t devnum = d->devnum;
+                /* the removed device's identity for its marker: the event's DISKSEQ (a disk's), else
+                 * what the inventory read here says (udev runs one device's events in order: the
+                 * replug's `add` comes after this) */
+                const char *env_seq = getenv("DISKSEQ");
+                const struct bsg_record *old = bsg_state_find(&c->state, devnum);
+                uint64_t diskseq = !isempty(env_seq) ? strtoull(env_seq, NULL, 10) : old ? old->diskseq : 0;
                 bsg_state_remove(&c->state, devnum);
-                if (lock_fd < 0 && !c->dry_run && devnum && bsg_pending_write(bsg_rundir_path(), devnum, NULL) < 0)
+                if (lock_fd < 0 && !c->dry_run && devnum &&
+                    bsg_pending_write_remove(bsg_rundir_path(), devnum, diskseq) < 0)
                         add_error(c, "marker-failed");
                 bsg_devs_free(&c->devs);
                 target = -1;

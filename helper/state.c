@@ -600,6 +600,7 @@ bool bsg_pending_any(const char *rundir)
 struct pending_data {
         const struct bsg_record *rec;
         dev_t devnum;
+        uint64_t diskseq; /* of a remove marker */
 };
 
 static void fill_pending(FILE *f, const void *data)
@@ -608,14 +609,14 @@ static void fill_pending(FILE *f, const void *data)
         if (d->rec)
                 record_write(f, d->rec);
         else
-                fprintf(f, "remove %u:%u", major(d->devnum), minor(d->devnum));
+                fprintf(f, "remove %u:%u %" PRIu64, major(d->devnum), minor(d->devnum), d->diskseq);
         fputc('\n', f);
 }
 
-int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec)
+static int pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec, uint64_t diskseq)
 {
         char dir[4200], path[4300], tmp[4320];
-        struct pending_data d = {rec, devnum};
+        struct pending_data d = {rec, devnum, diskseq};
         int r;
 
         snprintf(dir, sizeof(dir), "%s/pending", rundir);
@@ -625,6 +626,34 @@ int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record 
         snprintf(path, sizeof(path), "%s/%u:%u", dir, major(devnum), minor(devnum));
         snprintf(tmp, sizeof(tmp), "%s/.%u:%u.%d", dir, major(devnum), minor(devnum), (int)getpid());
         return bsg_write_atomic(path, tmp, fill_pending, &d);
+}
+
+int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec)
+{
+        return pending_write(rundir, devnum, rec, 0);
+}
+
+int bsg_pending_write_remove(const char *rundir, dev_t devnum, uint64_t diskseq)
+{
+        return pending_write(rundir, devnum, NULL, diskseq);
+}
+
+/* A remove marker (LINE) folded into STATE: returns 1 if it was one. The entry goes only if it is
+ * still the removed device's (same diskseq, or one of them unknown, as markers written before the
+ * diskseq was kept). */
+static int pending_remove(const char *line, struct bsg_state *state)
+{
+        unsigned maj, min;
+        unsigned long long diskseq = 0;
+        int k = sscanf(line, "remove %u:%u %llu", &maj, &min, &diskseq);
+
+        if (k < 2)
+                return 0;
+        const struct bsg_record *rec = bsg_state_find(state, makedev(maj, min));
+        if (rec && diskseq && rec->diskseq && rec->diskseq != diskseq)
+                return 1; /* the entry is a later device's (replugged): the marker is stale */
+        bsg_state_remove(state, makedev(maj, min));
+        return 1;
 }
 
 int bsg_pending_apply(const char *rundir, struct bsg_state *state)
@@ -641,7 +670,6 @@ int bsg_pending_apply(const char *rundir, struct bsg_state *state)
         while ((de = readdir(d))) {
                 char path[4500];
                 _cleanup_free_ char *text = NULL;
-                unsigned maj, min;
                 struct bsg_record rec;
 
                 if (de->d_name[0] == '.')
@@ -649,10 +677,9 @@ int bsg_pending_apply(const char *rundir, struct bsg_state *state)
                 snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
                 if (bsg_read_file(path, 16384, &text, NULL) >= 0) {
                         text[strcspn(text, "\n")] = '\0';
-                        if (sscanf(text, "remove %u:%u", &maj, &min) == 2) {
-                                bsg_state_remove(state, makedev(maj, min));
+                        if (pending_remove(text, state))
                                 n++;
-                        } else if (bsg_record_parse(text, &rec) == 0) {
+                        else if (bsg_record_parse(text, &rec) == 0) {
                                 /* the marker's device is what this helper registered if the record agrees */
                                 const struct bsg_record *old = bsg_state_find(state, rec.devnum);
                                 rec.registered = old && old->registered && old->kind == rec.kind &&

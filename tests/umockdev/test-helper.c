@@ -1959,6 +1959,71 @@ static void test_lost_late_disks(Fixture *f, gconstpointer data)
 }
 
 /* Bullet 2: an event that times out on the lock loses nothing: the next event scans its device. */
+/* Issue 18 case 8: a remove marker carries the removed device's diskseq. The marker of a remove
+ * event that could not take the lock, folded in after the replugged device's `add` was recorded,
+ * must not delete the new device's entry (before: `remove MAJ:MIN` deleted whatever had the number). */
+static const DevSpec replug_disk = {.node = "sdk", .image = "home", .partlabel = NULL};
+
+static void set_diskseq(Fixture *f, const DevSpec *s, const char *seq)
+{
+        const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
+        g_assert_nonnull(syspath);
+        umockdev_testbed_set_attribute(tb, syspath, "diskseq", seq);
+}
+
+static gboolean inventory_names(Fixture *f, const char *devnode)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "devices", NULL);
+        g_autofree char *text = read_file(path);
+        g_autofree char *needle = g_strdup_printf(" %s ", devnode);
+        return text && strstr(text, needle);
+}
+
+static void test_lost_stale_remove_marker(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *fast[] = {"--timeout", "1", NULL};
+
+        world_add(f, &var_dev);
+        world_add(f, &replug_disk);
+        set_diskseq(f, &replug_disk, "5");
+        run_udev_quiet(f, &replug_disk);
+        g_assert_true(inventory_names(f, "/dev/sdk"));
+        /* unplugged and plugged again (same device number, new diskseq); the new one's add is recorded */
+        world_remove(f, &replug_disk);
+        g_autofree char *block_link = tb_path("sys/block/sdk"); /* umockdev leaves it behind */
+        (void)unlink(block_link);
+        world_add(f, &replug_disk);
+        set_diskseq(f, &replug_disk, "6");
+        run_udev_quiet(f, &replug_disk);
+        /* the old device's remove event, late, finds the lock taken: it leaves a marker */
+        int fd = hold_lock(f);
+        g_setenv("DISKSEQ", "5", TRUE);
+        run_udev_action(f, &replug_disk, "remove", fast, &r);
+        g_unsetenv("DISKSEQ");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ERROR"), "lock-timeout"));
+        run_clear(&r);
+        close(fd);
+        g_autofree char *pending = g_build_filename(f->rundir, "pending", NULL);
+        g_assert_true(g_file_test(pending, G_FILE_TEST_IS_DIR));
+        /* an unrelated event folds the marker: the new device's entry stays */
+        run_udev_action(f, &var_dev, "change", NULL, &r);
+        run_clear(&r);
+        g_assert_true(inventory_names(f, "/dev/sdk"));
+
+        /* a marker of the device that is there (same diskseq) still removes its entry */
+        fd = hold_lock(f);
+        g_setenv("DISKSEQ", "6", TRUE);
+        run_udev_action(f, &replug_disk, "remove", fast, &r);
+        g_unsetenv("DISKSEQ");
+        run_clear(&r);
+        close(fd);
+        world_remove(f, &replug_disk);
+        run_udev_action(f, &var_dev, "change", NULL, &r);
+        run_clear(&r);
+        g_assert_false(inventory_names(f, "/dev/sdk"));
+}
+
 static void test_lost_lock_timeout(Fixture *f, gconstpointer data)
 {
         Run r;
@@ -2368,6 +2433,7 @@ int main(int argc, char **argv)
         add("/helper/seal/partitioned-disk", test_seal_partitioned_disk);
         add("/helper/lost/left-skip-list", test_lost_left_skip_list);
         add("/helper/lost/lock-timeout", test_lost_lock_timeout);
+        add("/helper/lost/stale-remove-marker", test_lost_stale_remove_marker);
         add("/helper/lost/remove", test_lost_remove);
         add("/helper/lost/reconcile-verb", test_lost_reconcile_verb);
         g_test_add("/helper/lost/late-disks/a-first", Fixture, "a-first", fixture_setup, test_lost_late_disks,

@@ -201,8 +201,11 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 return -ENOMEM;
         d->devnum = makedev(maj, min);
 
+        /* udev's ID_PART_ENTRY_NAME comes encoded, the kernel's PARTNAME raw: raw from here on */
         partlabel = uevent_value(uevent, "ID_PART_ENTRY_NAME", val, sizeof(val));
-        if (!partlabel)
+        if (partlabel)
+                bsg_udev_decode(val);
+        else
                 partlabel = uevent_value(uevent, "PARTNAME", val, sizeof(val));
         if (partlabel && !(d->partlabel = strdup(partlabel)))
                 return -ENOMEM;
@@ -346,8 +349,10 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                 if (!dev)
                         continue;
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
-                if (!d->partlabel && !isempty(v))
+                if (!d->partlabel && !isempty(v)) {
                         d->partlabel = strdup(v); /* NULL on ENOMEM: no label, as before */
+                        bsg_udev_decode(d->partlabel);
+                }
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID");
                 if (!d->partuuid && !isempty(v))
                         d->partuuid = strdup(v);
@@ -451,12 +456,15 @@ found:
         /* the event's own properties are fresher than the database */
         if (env_devname && (streq(env_devname, devnode) || streq_ptr(d->devnode, env_devname))) {
                 const char *v = getenv("ID_PART_ENTRY_NAME");
-                if (isempty(v))
+                bool encoded = !isempty(v);
+                if (!encoded)
                         v = getenv("PARTNAME");
                 if (!isempty(v)) {
                         char *s = strdup(v);
                         if (!s)
                                 return -ENOMEM;
+                        if (encoded)
+                                bsg_udev_decode(s);
                         free(d->partlabel);
                         d->partlabel = s;
                 }

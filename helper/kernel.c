@@ -406,10 +406,10 @@ struct mi_field {
 };
 
 static int mountinfo_line(const char *line, size_t len, struct mi_field *ret_mountpoint,
-                          struct mi_field *ret_source)
+                          struct mi_field *ret_source, struct mi_field *ret_fstype)
 {
         const char *p = line, *end = line + len;
-        struct mi_field mp = {0}, tok;
+        struct mi_field mp = {0}, fstype = {0}, tok;
         int field = 0;
         bool after_dash = false, want_source = false;
 
@@ -428,9 +428,11 @@ static int mountinfo_line(const char *line, size_t len, struct mi_field *ret_mou
                                         return -EINVAL;
                                 *ret_mountpoint = mp;
                                 *ret_source = tok;
+                                *ret_fstype = fstype;
                                 return 0;
                         }
                         want_source = true; /* this was the fstype */
+                        fstype = tok;
                 } else if (field == 4)
                         mp = tok;
                 else if (field > 5 && tok.len == 1 && tok.p[0] == '-')
@@ -444,14 +446,24 @@ static bool field_is(const struct mi_field *f, const char *s)
         return strlen(s) == f->len && memcmp(f->p, s, f->len) == 0;
 }
 
+/* A mount of a btrfs filesystem: only these say a device is in use as btrfs (a fuse.sshfs or
+ * bind mount whose source string names /dev/loop3 does not mount /dev/loop3; issue 18 case 9). */
+static int btrfs_mountinfo_line(const char *line, size_t len, struct mi_field *ret_mountpoint,
+                                struct mi_field *ret_source)
+{
+        struct mi_field fstype;
+        int r = mountinfo_line(line, len, ret_mountpoint, ret_source, &fstype);
+        return r < 0 ? r : field_is(&fstype, "btrfs") ? 0 : -ENOENT;
+}
+
 int bsg_mountinfo_root_source(const char *text, char **ret_source)
 {
         struct mi_field found = {0};
 
         for (const char *p = text; p && *p;) {
                 size_t len = strcspn(p, "\n");
-                struct mi_field mp, src;
-                if (mountinfo_line(p, len, &mp, &src) >= 0 && field_is(&mp, "/"))
+                struct mi_field mp, src, fstype;
+                if (mountinfo_line(p, len, &mp, &src, &fstype) >= 0 && field_is(&mp, "/"))
                         found = src; /* the last mount at / is the visible one */
                 p += len;
                 if (*p)
@@ -468,7 +480,7 @@ bool bsg_mountinfo_has_source(const char *text, const char *devnode)
         for (const char *p = text; p && *p;) {
                 size_t len = strcspn(p, "\n");
                 struct mi_field mp, src;
-                if (mountinfo_line(p, len, &mp, &src) >= 0 && field_is(&src, devnode))
+                if (btrfs_mountinfo_line(p, len, &mp, &src) >= 0 && field_is(&src, devnode))
                         return true;
                 p += len;
                 if (*p)
@@ -494,7 +506,7 @@ int bsg_mount_sources_parse(const char *text, struct bsg_mount_sources *ret)
         for (const char *p = text; p && *p;) {
                 size_t len = strcspn(p, "\n");
                 struct mi_field mp, src;
-                if (mountinfo_line(p, len, &mp, &src) >= 0) {
+                if (btrfs_mountinfo_line(p, len, &mp, &src) >= 0) {
                         if (s.n == cap) {
                                 struct bsg_mount_source *nv = realloc(s.v, (cap = cap ? 2 * cap : 32) * sizeof(*nv));
                                 if (!nv) {

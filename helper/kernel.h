@@ -74,12 +74,12 @@ bool bsg_mounted_member(const char *sysname);
 /* Reads a whole small file (at most MAX bytes) into a NUL-terminated new buffer. */
 int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
-/* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL), and whether DEVNODE is the source
- * of any mount. Pure helpers over the text. */
+/* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL, any filesystem type), and whether
+ * DEVNODE is the source of any btrfs mount. Pure helpers over the text. */
 int bsg_mountinfo_root_source(const char *text, char **ret_source);
 bool bsg_mountinfo_has_source(const char *text, const char *devnode);
 
-/* The same question for many devices: the source of every mount in TEXT, sorted, as pointers into
+/* The same question for many devices: the source of every btrfs mount in TEXT, sorted, as pointers into
  * TEXT (which must outlive them). One pass over the text; each question is a binary search. */
 struct bsg_mount_source {
         const char *p;

@@ -1273,6 +1273,25 @@ static void test_usb_hijack(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(reg, "/dev/sda4"));
 }
 
+/* Issue 18 case 9: only btrfs lines of mountinfo say a device is mounted. A fuse.sshfs mount whose
+ * source string is the stick's node does not make the stick "in use": it stays removable-clone
+ * (before: clone, a copy that may own links). */
+static void test_usb_clone_fuse_source(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f, &skip_all);
+        world_add(f, &usb_clone);
+        write_file(f->mountinfo,
+                   "21 1 0:20 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+                   "40 1 0:50 / /mnt/remote rw,nosuid,nodev,relatime shared:30 - fuse.sshfs /dev/sdg "
+                   "rw,user_id=1000,group_id=1000\n",
+                   -1);
+        run_udev(f, &usb_clone, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "removable-clone");
+        run_clear(&r);
+}
+
 /* A system booted from a USB stick, its root mounted as /dev/root (mountinfo's name, not the
  * stick's): the stick is the mounted filesystem itself, found by identity (/sys/fs/btrfs/<fsid>/
  * devices/), so it is neither taken for a hijacking clone nor listed in skip_scan. */
@@ -1442,6 +1461,28 @@ static void test_zoned(Fixture *f, gconstpointer data)
         run_boot(f);
         assert_registry("/dev/sda4");
         assert_skip_scan("/dev/sdz,/dev/sdz1");
+}
+
+/* Issue 18 case 9: udev passes ID_PART_ENTRY_NAME encoded (blkid_encode_string(): "my root-A" is
+ * "my\x20root-A"); SLOT_BASE is encoded once from the raw label, never encoded twice
+ * ("my\x5cx20root"). */
+static const DevSpec encoded_label = {.node = "sdm1", .disk = "sdm", .partn = 1, .image = "home",
+                                      .partlabel = "my\\x20root-A"};
+
+static void test_encoded_label(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        set_config(f, STEAMOS_CONFIG);
+        world_add(f, &encoded_label);
+        run_udev(f, &encoded_label, &r, FALSE);
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_BASE", "my\\x20root");
+        run_clear(&r);
+        /* the label kept in the inventory is the raw one: a later event of it says the same */
+        run_udev(f, &encoded_label, &r, FALSE);
+        assert_kv(&r, "SLOT_BASE", "my\\x20root");
+        run_clear(&r);
 }
 
 /* A devnode with a comma cannot be written into the comma-separated skip list. */
@@ -2413,12 +2454,14 @@ int main(int argc, char **argv)
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
         add("/helper/guard/usb-root-self", test_usb_root_self);
+        add("/helper/guard/usb-clone-fuse-source", test_usb_clone_fuse_source);
         add_p("/helper/kernel/unpatched", test_unpatched_kernel);
         add("/helper/kernel/upstream-temp-fsid", test_upstream_kernel);
         add("/helper/kernel/missing-control", test_missing_control);
         add("/helper/input/bad-superblocks", test_bad_superblocks);
         add("/helper/input/path-with-comma", test_bad_path);
         add("/helper/input/zoned", test_zoned);
+        add("/helper/input/encoded-label", test_encoded_label);
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);
         add("/helper/mode/status", test_status);

@@ -105,11 +105,12 @@ bool is_fsid_changing(const struct bsg_device *d)
         return d->fsid_changing;
 }
 
-/* Hot-pluggable media whose metadata_uuid is not its fsid: the kernel matches it by a UUID the stick
- * does not show as its fsid (a forged copy of internal storage). Never scanned. */
+/* Hot-pluggable media whose metadata_uuid is not its fsid, not in use itself: the kernel matches it
+ * by a UUID the stick does not show as its fsid (a forged copy of internal storage). Never scanned.
+ * (A system booted from such a stick has it mounted: the kernel holds it already.) */
 bool is_untrusted_metadata_uuid(const struct bsg_device *d)
 {
-        return d->hotpluggable && d->metadata_uuid_feature;
+        return d->hotpluggable && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
 }
 
 /* The UUIDs the kernel may match a device by: its fsid and, with the feature, its metadata_uuid. */
@@ -380,8 +381,9 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
 
         bool doubt = false;
 
+        /* a zoned device is nobody's copy: its doubt is its own */
         for (size_t i = 0; i < n && !doubt; i++)
-                doubt = is_in_doubt(&devs[i]);
+                doubt = is_in_doubt(&devs[i]) && !is_zoned(&devs[i]);
         if (!order || !root || !keys || !group) {
                 /* the same verdicts, in O(n^2) */
                 for (size_t i = 0; i < n; i++)

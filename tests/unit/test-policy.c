@@ -213,6 +213,9 @@ static const struct policy_case policy_cases[] = {
          BSG_REASON_RAID_CLONE_INACTIVE},
         {"usb-metadata-uuid-alone", SKIPALL, {{"/dev/usb", 8, .mu = 1, .hotplug = true}}, 1, 0, BSG_SKIP,
          BSG_REASON_UNTRUSTED_METADATA_UUID},
+        {"usb-metadata-uuid-booted-from", SKIPALL,
+         {{"/dev/usb", 8, .mu = 1, .hotplug = true, .self_mounted = true, .member = true, .fsid_mounted = true}}, 1, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
         {"fixed-metadata-uuid-alone", SKIPALL, {{"/dev/sdb", 8, .mu = 1}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"fixed-fsid-changing-alone", SKIPALL, {{"/dev/sdb", 8, .changing = true}}, 1, 0, BSG_SKIP,
          BSG_REASON_FSID_CHANGING},
@@ -414,6 +417,20 @@ int main(void)
                         for (size_t i = 0; i < n; i++)
                                 CHECK(v[i].decision == ref[order[i]].decision && v[i].reason == ref[order[i]].reason);
                 } while (next_perm(order, n));
+        }
+
+        /* a zoned device whose read did not finish puts nobody else in doubt (it is nobody's copy) */
+        check_case = "zoned-in-doubt";
+        {
+                struct bsg_device d[2] = {to_dev(&(struct spec){"/dev/a", 1}), to_dev(&(struct spec){"/dev/sdz", 1, .zoned = true})};
+                struct bsg_verdict v[2];
+                d[1].state = BSG_DEV_UNKNOWN;
+                bsg_policy_decide(d, 2, SKIPALL, v);
+                CHECK(v[0].decision == BSG_SCAN && v[0].reason == BSG_REASON_UNIQUE);
+                CHECK(v[1].decision == BSG_SKIP && v[1].reason == BSG_REASON_ZONED);
+                d[1].zoned = false; /* the same device, not zoned: everyone in doubt */
+                bsg_policy_decide(d, 2, SKIPALL, v);
+                CHECK(v[0].decision == BSG_SKIP && v[0].reason == BSG_REASON_IN_DOUBT);
         }
 
         for (size_t i = 0; i < sizeof(order_cases) / sizeof(order_cases[0]); i++)

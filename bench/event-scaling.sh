@@ -70,8 +70,8 @@ ev change 5 strace -f -y -s 0 -e trace=pread64,preadv2 -o "$res/event.strace" "$
 ev change 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/event.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
 ev add 5 strace -f -y -s 0 -e trace=pread64,preadv2 -o "$res/add.strace" "$H" udev $dev5 >/dev/null 2>&1
 ev add 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/add.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
-# an input of every decision changes (a mount): the next event decides the whole set (no seal)
-printf '99 1 0:99 / /mnt rw - ext4 /dev/bsg0009 rw\n' >>"$BTRFS_SCAN_GATE_MOUNTINFO"
+# an input of every decision changes (a btrfs mount: only those count): the next event decides the whole set (no seal)
+printf '99 1 0:99 / /mnt rw - btrfs /dev/bsg0009 rw\n' >>"$BTRFS_SCAN_GATE_MOUNTINFO"
 ev change 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/whole.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
 [ "$coldplug" = 1 ] || exit 0
 for i in $(seq 0 $((n - 1))); do

@@ -55,6 +55,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
         free(d->blkid_label);
+        free(d->raw);
 }
 
 void bsg_devs_free(struct bsg_devs *d)
@@ -200,8 +201,11 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 return -ENOMEM;
         d->devnum = makedev(maj, min);
 
+        /* udev's ID_PART_ENTRY_NAME comes encoded, the kernel's PARTNAME raw: raw from here on */
         partlabel = uevent_value(uevent, "ID_PART_ENTRY_NAME", val, sizeof(val));
-        if (!partlabel)
+        if (partlabel)
+                bsg_udev_decode(val);
+        else
                 partlabel = uevent_value(uevent, "PARTNAME", val, sizeof(val));
         if (partlabel && !(d->partlabel = strdup(partlabel)))
                 return -ENOMEM;
@@ -221,6 +225,10 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 }
         }
         d->hotpluggable = is_hotpluggable(disk, link, uevent);
+        /* a zoned device (host-aware, host-managed): the kernel reads its superblock from the log
+         * zones, not at 64 KiB (issue 18 case 6) */
+        if (sysfs_read(disk, "queue/zoned", v, sizeof(v)) > 0 && !streq(v, "none"))
+                d->zoned = true;
         if (sysfs_read(disk, "diskseq", v, sizeof(v)) > 0)
                 d->diskseq = strtoull(v, NULL, 10);
 
@@ -341,8 +349,10 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                 if (!dev)
                         continue;
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
-                if (!d->partlabel && !isempty(v))
+                if (!d->partlabel && !isempty(v)) {
                         d->partlabel = strdup(v); /* NULL on ENOMEM: no label, as before */
+                        bsg_udev_decode(d->partlabel);
+                }
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID");
                 if (!d->partuuid && !isempty(v))
                         d->partuuid = strdup(v);
@@ -446,12 +456,15 @@ found:
         /* the event's own properties are fresher than the database */
         if (env_devname && (streq(env_devname, devnode) || streq_ptr(d->devnode, env_devname))) {
                 const char *v = getenv("ID_PART_ENTRY_NAME");
-                if (isempty(v))
+                bool encoded = !isempty(v);
+                if (!encoded)
                         v = getenv("PARTNAME");
                 if (!isempty(v)) {
                         char *s = strdup(v);
                         if (!s)
                                 return -ENOMEM;
+                        if (encoded)
+                                bsg_udev_decode(s);
                         free(d->partlabel);
                         d->partlabel = s;
                 }
@@ -755,8 +768,13 @@ static void classify(struct bsg_dev *d, const uint8_t *buf, int result)
         d->parse_result = bsg_superblock_parse(buf, (size_t)result, &d->sb, &d->problem);
         if (d->parse_result == BSG_SB_TRUNCATED && result >= 0x48 && memcmp(buf + 0x40, "_BHRfS_M", 8) == 0)
                 d->parse_result = BSG_SB_INVALID; /* a btrfs superblock cut short */
-        if (d->parse_result == 0)
+        if (d->parse_result == 0) {
                 (void)blkid_on_buffer(d, buf);
+                free(d->raw);
+                d->raw = malloc(BSG_SUPER_SIZE);
+                if (d->raw)
+                        memcpy(d->raw, buf, BSG_SUPER_SIZE);
+        }
 }
 
 /* The reads could not start (out of memory, no pipe, no fork): every device that was to be read is

@@ -23,6 +23,7 @@ struct bsg_dev {
         bool partition;  /* DEVTYPE=partition */
         bool hotpluggable;
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
+        bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
@@ -33,6 +34,8 @@ struct bsg_dev {
         int parse_result; /* bsg_superblock_parse(): 0 or BSG_SB_* */
         const char *problem;
         struct bsg_superblock sb;
+        uint8_t *raw; /* the 4096 bytes read, kept for a valid superblock: the check after a scan
+                       * compares the whole block (NULL: not kept, out of memory) */
 
         /* what libblkid says of the same bytes (NULL where it says nothing) */
         char *blkid_type, *blkid_uuid, *blkid_uuid_sub, *blkid_label;

@@ -11,14 +11,24 @@
 #include "skiplist.h"
 #include "util.h"
 
-static void set_registered(struct ctx *c, struct entry *e, bool registered)
+/* REGISTERED, and FORGET_PENDING: registered with a superblock other than the one decided, the
+ * forget that was to take it back failed (the next plan forgets it, and scans it only after). */
+static void set_registered_pending(struct ctx *c, struct entry *e, bool registered, bool forget_pending)
 {
         struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
-        if (rec && rec->registered != registered) {
+        forget_pending = registered && forget_pending;
+        if (rec && (rec->registered != registered || rec->forget_pending != forget_pending)) {
                 rec->registered = registered;
+                rec->forget_pending = forget_pending;
                 c->state.changed = true;
         }
         e->registered = registered;
+        e->forget_pending = forget_pending;
+}
+
+static void set_registered(struct ctx *c, struct entry *e, bool registered)
+{
+        set_registered_pending(c, e, registered, false);
 }
 
 /* Whether NAME is one of the comma-separated entries of LIST. */
@@ -154,12 +164,22 @@ static void log_forget(struct ctx *c, struct entry *e, int r)
         add_token(c->actions, sizeof(c->actions), tok);
 }
 
-static void log_scan(struct ctx *c, struct entry *e, enum plan_action_type type, int r, int *ready)
+static void log_scan(struct ctx *c, struct entry *e, enum plan_action_type type, int r, int forget_r, int *ready)
 {
         if (r == -ESTALE) {
+                add_error(c, "kernel-read-differs");
+                if (forget_r < 0 && forget_r != -ENOENT) {
+                        /* still registered with what the kernel read: said, kept, retried */
+                        log_msg("%s: the device read differently after the scan than when it was decided, and "
+                                "forgetting it failed: %s; retried at the next event",
+                                e->devnode, strerror(-forget_r));
+                        add_error(c, forget_r == -EBUSY ? "twin-mounted" : forget_r == -ETIMEDOUT ? "kernel-timeout"
+                                                                                                  : "forget-failed");
+                        set_registered_pending(c, e, true, true);
+                        return;
+                }
                 log_msg("%s: the device read differently after the scan than when it was decided: forgotten "
                         "again", e->devnode);
-                add_error(c, "kernel-read-differs");
                 set_registered(c, e, false);
                 return;
         }
@@ -178,6 +198,27 @@ static void log_scan(struct ctx *c, struct entry *e, enum plan_action_type type,
                 snprintf(tok, sizeof(tok), "made-good:%s", e->devnode);
                 add_token(c->actions, sizeof(c->actions), tok);
         }
+}
+
+/* What the check after a scan compares: the whole block this run read, else (decided from the
+ * inventory) the fields the decision used. */
+static void kop_expect(const struct ctx *c, const struct entry *e, struct bsg_kop *op)
+{
+        const struct bsg_dev *d = e->dev >= 0 && (size_t)e->dev < c->devs.n ? &c->devs.v[e->dev] : NULL;
+
+        if (d && !e->from_record && d->parse_result == 0 && d->raw) {
+                op->super = d->raw;
+                return;
+        }
+        struct bsg_superblock *w = &op->want;
+        memcpy(w->fsid, e->pd.fsid, BSG_UUID_SIZE);
+        memcpy(w->metadata_uuid, e->pd.metadata_uuid_feature ? e->pd.metadata_uuid : e->pd.fsid, BSG_UUID_SIZE);
+        memcpy(w->dev_uuid, e->pd.dev_uuid, BSG_UUID_SIZE);
+        w->devid = e->pd.devid;
+        w->num_devices = e->pd.num_devices;
+        w->generation = e->generation;
+        w->flags = (e->pd.seeding ? BSG_SUPER_FLAG_SEEDING : 0) | (e->pd.fsid_changing ? BSG_SUPER_FLAG_CHANGING_FSID_V2 : 0);
+        w->incompat_flags = e->pd.metadata_uuid_feature ? BSG_INCOMPAT_METADATA_UUID : 0;
 }
 
 void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_ready)
@@ -222,10 +263,8 @@ void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_rea
                                                                                                   : BSG_KOP_FORGET,
                                 .path = e->devnode,
                                 .verify = a->type != PLAN_FORGET && e->pd.state == BSG_DEV_BTRFS,
-                                .devid = e->pd.devid,
-                                .generation = e->generation,
                         };
-                        memcpy(ops[m].fsid, e->pd.fsid, BSG_UUID_SIZE);
+                        kop_expect(c, e, &ops[m]);
                         which[m++] = k;
                         break;
                 }
@@ -257,7 +296,7 @@ void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_rea
                 if (a->type == PLAN_FORGET)
                         log_forget(c, e, ops[i].result);
                 else
-                        log_scan(c, e, a->type, ops[i].result, &ready);
+                        log_scan(c, e, a->type, ops[i].result, ops[i].forget_result, &ready);
         }
         if (ret_ready)
                 *ret_ready = ready;

@@ -44,6 +44,8 @@ struct entry {
         bool unanswered;  /* read in this invocation and the read failed (timeout, EIO): not handed to
                            * the kernel, whatever its record says */
         bool registered;  /* this helper registered it and has not forgotten it (from the inventory) */
+        bool forget_pending; /* registered, but the kernel read differs from what was decided and the
+                              * forget that was to take it back failed: forgotten at the next chance */
         bool target_group; /* the event's device, or a device of its filesystem */
 };
 

@@ -205,6 +205,9 @@ static void entry_from_record(struct entry *e, const struct bsg_record *rec)
                 e->pd.devid = rec->devid;
                 e->pd.num_devices = rec->num_devices;
                 e->pd.seeding = rec->seeding;
+                e->pd.fsid_changing = rec->fsid_changing;
+                e->pd.metadata_uuid_feature = rec->metadata_uuid_feature;
+                memcpy(e->pd.metadata_uuid, rec->metadata_uuid, BSG_UUID_SIZE);
                 e->generation = rec->generation;
                 break;
         case BSG_RECORD_INVALID:
@@ -220,7 +223,17 @@ static void entry_from_record(struct entry *e, const struct bsg_record *rec)
         /* as the read that made the record found it: a verdict does not depend on whether this run
          * read the device */
         e->pd.partitioned_disk = rec->partitioned && (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID);
+        e->pd.zoned = e->pd.zoned || rec->zoned;
         e->from_record = true;
+}
+
+/* The record says of the identity what the superblock SB says: fsid-change flags, METADATA_UUID and
+ * metadata_uuid (issue 18 case 1). */
+static bool same_identity_bits(const struct bsg_record *rec, const struct bsg_superblock *sb)
+{
+        bool mu = bsg_superblock_has_metadata_uuid(sb);
+        return rec->fsid_changing == bsg_superblock_fsid_changing(sb) && rec->metadata_uuid_feature == mu &&
+               (!mu || memcmp(rec->metadata_uuid, sb->metadata_uuid, BSG_UUID_SIZE) == 0);
 }
 
 /* Whether REC (the inventory's) describes the device D enumerated or stat()ed now. */
@@ -308,6 +321,10 @@ static int platform_slot(const struct ctx *c, struct entry *e)
 static void security_fields(struct entry *e, const struct bsg_dev *d)
 {
         memcpy(e->pd.dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE);
+        e->pd.fsid_changing = bsg_superblock_fsid_changing(&d->sb);
+        e->pd.metadata_uuid_feature = bsg_superblock_has_metadata_uuid(&d->sb);
+        if (e->pd.metadata_uuid_feature)
+                memcpy(e->pd.metadata_uuid, d->sb.metadata_uuid, BSG_UUID_SIZE);
         e->pd.storage_id = d->storage_id;
         e->pd.partitioned_disk = d->partitioned;
 }
@@ -335,7 +352,7 @@ static int entries_build(struct ctx *c)
                 if (rec && (!record_is_of(rec, d) ||
                             (read && (d->parse_result != 0 || rec->kind != BSG_RECORD_BTRFS ||
                                       memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) != 0 ||
-                                      rec->devid != d->sb.devid)))) {
+                                      !same_identity_bits(rec, &d->sb) || rec->devid != d->sb.devid)))) {
                         /* the record is of another device that had this number (media replugged):
                          * neither its label nor its registration belong to this one */
                         log_debug("%s: inventory entry of an earlier device with this number dropped", d->devnode);
@@ -347,6 +364,7 @@ static int entries_build(struct ctx *c)
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
                 e->pd.hotpluggable = d->hotpluggable || (rec && rec->hotpluggable);
+                e->pd.zoned = d->zoned;
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
@@ -447,6 +465,7 @@ static int entries_build(struct ctx *c)
                                              bsg_mount_sources_has(&c->mount_sources, e->devnode);
                 struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
                 e->registered = rec && rec->registered;
+                e->forget_pending = e->registered && rec->forget_pending;
         }
         return 0;
 }
@@ -466,6 +485,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .disk = d->disk,
                 .registered = registered,
                 .partitioned = e->pd.partitioned_disk,
+                .zoned = e->pd.zoned,
         };
 
         if (!d->devnum)
@@ -485,6 +505,10 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 rec.num_devices = d->sb.num_devices;
                 rec.generation = d->sb.generation;
                 rec.seeding = bsg_superblock_is_seed(&d->sb);
+                rec.fsid_changing = bsg_superblock_fsid_changing(&d->sb);
+                rec.metadata_uuid_feature = bsg_superblock_has_metadata_uuid(&d->sb);
+                if (rec.metadata_uuid_feature)
+                        memcpy(rec.metadata_uuid, d->sb.metadata_uuid, BSG_UUID_SIZE);
         } else
                 rec.kind = d->parse_result == BSG_SB_INVALID ? BSG_RECORD_INVALID : BSG_RECORD_NOT_BTRFS;
         *ret = rec;
@@ -528,6 +552,7 @@ void record_all(struct ctx *c)
                 }
                 if (record_of_read(&c->devs.v[e->dev], e, old && old->registered, &rec) < 0)
                         continue;
+                rec.forget_pending = rec.registered && old->forget_pending;
                 if (bsg_state_put(&c->state, &rec) < 0)
                         add_error(c, "out-of-memory");
         }
@@ -557,7 +582,7 @@ static bool record_still_holds(const struct bsg_record *rec, const struct bsg_de
         return rec->kind == BSG_RECORD_BTRFS && memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) == 0 &&
                memcmp(rec->dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE) == 0 && rec->devid == d->sb.devid &&
                rec->num_devices == d->sb.num_devices && rec->seeding == bsg_superblock_is_seed(&d->sb) &&
-               streq_ptr(rec->storage_id, d->storage_id);
+               same_identity_bits(rec, &d->sb) && rec->zoned == d->zoned && streq_ptr(rec->storage_id, d->storage_id);
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -920,8 +945,15 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         drop_stale_names(c, d);
         if (c->action == UDEV_ACTION_REMOVE) {
                 dev_t devnum = d->devnum;
+                /* the removed device's identity for its marker: the event's DISKSEQ (a disk's), else
+                 * what the inventory read here says (udev runs one device's events in order: the
+                 * replug's `add` comes after this) */
+                const char *env_seq = getenv("DISKSEQ");
+                const struct bsg_record *old = bsg_state_find(&c->state, devnum);
+                uint64_t diskseq = !isempty(env_seq) ? strtoull(env_seq, NULL, 10) : old ? old->diskseq : 0;
                 bsg_state_remove(&c->state, devnum);
-                if (lock_fd < 0 && !c->dry_run && devnum && bsg_pending_write(bsg_rundir_path(), devnum, NULL) < 0)
+                if (lock_fd < 0 && !c->dry_run && devnum &&
+                    bsg_pending_write_remove(bsg_rundir_path(), devnum, diskseq) < 0)
                         add_error(c, "marker-failed");
                 bsg_devs_free(&c->devs);
                 target = -1;
@@ -1016,8 +1048,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                         t = &c->e[i];
         for (size_t i = 0; i < c->n && t; i++) {
                 struct entry *e = &c->e[i];
-                e->target_group = e == t || (e->pd.state == BSG_DEV_BTRFS && t->pd.state == BSG_DEV_BTRFS &&
-                                             memcmp(e->pd.fsid, t->pd.fsid, BSG_UUID_SIZE) == 0);
+                e->target_group = e == t || same_filesystem(&e->pd, &t->pd);
         }
         *ret_target = target;
         *ret_lock_fd = lock_fd;

@@ -45,12 +45,16 @@ struct bsg_kop {
         enum bsg_kop_type type;
         const char *path;
         /* after a successful SCAN/READY: the superblock the decision was made from. The child reads
-         * the device again right after the ioctl (the page cache the kernel's read filled) and, if
-         * the magic, fsid, devid or generation differ, forgets the device again: -ESTALE. */
+         * the page the kernel's read filled (RWF_NOWAIT, through a descriptor held across the ioctl)
+         * and, if it is not the whole SUPER block (or, decided from the inventory without a read,
+         * if it does not say what WANT says: bsg_superblock_same_summary()), or the page is no
+         * longer cached (EAGAIN: what the kernel read cannot be shown), forgets the device again:
+         * -ESTALE, and FORGET_RESULT says whether that forget worked. */
         bool verify;
-        uint8_t fsid[BSG_UUID_SIZE];
-        uint64_t devid, generation;
+        const uint8_t *super;       /* BSG_SUPER_SIZE bytes, or NULL */
+        struct bsg_superblock want; /* without SUPER */
         int result; /* out: SCAN/FORGET 0, READY 1 (all devices present) or 0; -errno; -ETIMEDOUT */
+        int forget_result; /* out, with -ESTALE: the forget's 0 or -errno (-ENOENT: not registered) */
 };
 int bsg_control_run(int control, struct bsg_kop *ops, size_t n, int close_fd, uint64_t deadline_usec);
 
@@ -70,12 +74,12 @@ bool bsg_mounted_member(const char *sysname);
 /* Reads a whole small file (at most MAX bytes) into a NUL-terminated new buffer. */
 int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 
-/* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL), and whether DEVNODE is the source
- * of any mount. Pure helpers over the text. */
+/* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL, any filesystem type), and whether
+ * DEVNODE is the source of any btrfs mount. Pure helpers over the text. */
 int bsg_mountinfo_root_source(const char *text, char **ret_source);
 bool bsg_mountinfo_has_source(const char *text, const char *devnode);
 
-/* The same question for many devices: the source of every mount in TEXT, sorted, as pointers into
+/* The same question for many devices: the source of every btrfs mount in TEXT, sorted, as pointers into
  * TEXT (which must outlive them). One pass over the text; each question is a binary search. */
 struct bsg_mount_source {
         const char *p;

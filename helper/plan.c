@@ -111,7 +111,7 @@ bool plan_all_devices_present(const struct entry *e, size_t n, const struct entr
  * before anything else, and the patched kernel refuses every non-mount scan of a listed device.) */
 static bool needs_forget(const struct entry *e)
 {
-        return e->registered && e->v.decision != BSG_SCAN && !e->pd.self_mounted;
+        return e->registered && (e->v.decision != BSG_SCAN || e->forget_pending) && !e->pd.self_mounted;
 }
 
 bool plan_settled(const struct entry *e, size_t n)
@@ -128,7 +128,7 @@ bool plan_settled(const struct entry *e, size_t n)
 
 bool plan_target_registered(const struct entry *e)
 {
-        return e->from_record && e->registered;
+        return e->from_record && e->registered && !e->forget_pending;
 }
 
 static int push(struct plan *p, enum plan_action_type type, size_t entry)
@@ -157,6 +157,8 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (e[i].v.decision != BSG_SCAN)
                         continue;
+                if (e[i].forget_pending)
+                        continue; /* what the kernel read is not what was decided: forgotten below */
                 if (e[i].unanswered)
                         r = push(&p, PLAN_UNREADABLE, i);
                 else if (i == target) {

@@ -22,6 +22,9 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_SAME_STORAGE] = "same-storage",
         [BSG_REASON_UNREADABLE] = "unreadable",
         [BSG_REASON_IN_DOUBT] = "in-doubt",
+        [BSG_REASON_FSID_CHANGING] = "fsid-changing",
+        [BSG_REASON_UNTRUSTED_METADATA_UUID] = "untrusted-metadata-uuid",
+        [BSG_REASON_ZONED] = "zoned",
 };
 
 const char *bsg_reason_name(enum bsg_reason r)
@@ -86,10 +89,46 @@ bool is_partitioned_disk(const struct bsg_device *d)
         return d->partitioned_disk;
 }
 
-static bool same_fs(const struct bsg_device *a, const struct bsg_device *b)
+/* A zoned device: Linux 6.1 reads its superblock from the log zones (sb_write_pointer()), this helper
+ * and the check after a scan read 64 KiB, so what was decided is not what the kernel would register.
+ * Listed, never scanned, whatever its 64 KiB hold; it is no copy of anything either. */
+bool is_zoned(const struct bsg_device *d)
 {
-        return a->state == BSG_DEV_BTRFS && b->state == BSG_DEV_BTRFS &&
-               memcmp(a->fsid, b->fsid, BSG_UUID_SIZE) == 0;
+        return d->zoned;
+}
+
+/* An fsid change was interrupted (or the superblock says so to be matched by either of its UUIDs):
+ * the kernel would join it to a filesystem by its metadata_uuid or its fsid and, with the highest
+ * generation, take that filesystem's place. Listed, never scanned, whatever the storage. */
+bool is_fsid_changing(const struct bsg_device *d)
+{
+        return d->fsid_changing;
+}
+
+/* Hot-pluggable media whose metadata_uuid is not its fsid, not in use itself: the kernel matches it
+ * by a UUID the stick does not show as its fsid (a forged copy of internal storage). Never scanned.
+ * (A system booted from such a stick has it mounted: the kernel holds it already.) */
+bool is_untrusted_metadata_uuid(const struct bsg_device *d)
+{
+        return d->hotpluggable && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
+}
+
+/* The UUIDs the kernel may match a device by: its fsid and, with the feature, its metadata_uuid. */
+static const uint8_t *metadata_uuid_of(const struct bsg_device *d)
+{
+        return d->metadata_uuid_feature ? d->metadata_uuid : d->fsid;
+}
+
+bool same_filesystem(const struct bsg_device *a, const struct bsg_device *b)
+{
+        if (a->state != BSG_DEV_BTRFS || b->state != BSG_DEV_BTRFS)
+                return false;
+        const uint8_t *ka[2] = {a->fsid, metadata_uuid_of(a)}, *kb[2] = {b->fsid, metadata_uuid_of(b)};
+        for (int i = 0; i < 2; i++)
+                for (int k = 0; k < 2; k++)
+                        if (memcmp(ka[i], kb[k], BSG_UUID_SIZE) == 0)
+                                return true;
+        return false;
 }
 
 static bool in_use(const struct bsg_device *d)
@@ -131,7 +170,8 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 {
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
-        return k != i && same_fs(a, b) && !is_partitioned_disk(b) && !is_same_storage_secondary(devs, n, k) &&
+        return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_zoned(b) &&
+               !is_same_storage_secondary(devs, n, k) &&
                !(b->hotpluggable && !a->hotpluggable);
 }
 
@@ -139,7 +179,8 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]))
+                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]) &&
+                    !is_zoned(&devs[k]))
                         return true;
         return false;
 }
@@ -237,6 +278,9 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
         case BSG_REASON_PARTITIONED_DISK:
         case BSG_REASON_SAME_STORAGE:
         case BSG_REASON_UNREADABLE:
+        case BSG_REASON_FSID_CHANGING:
+        case BSG_REASON_ZONED:
+        case BSG_REASON_UNTRUSTED_METADATA_UUID:
                 return false;
         default:
                 return true;
@@ -251,6 +295,8 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         const struct bsg_device *d = &devs[i];
         bool members_only = false;
 
+        if (is_zoned(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_ZONED);
         if (is_in_doubt(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
         if (d->state == BSG_DEV_UNREADABLE)
@@ -260,6 +306,10 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         /* the kernel registers anything with the magic at 64 KiB: when in doubt, list it */
         if (is_invalid_superblock(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_INVALID_SUPERBLOCK);
+        if (is_fsid_changing(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_FSID_CHANGING);
+        if (is_untrusted_metadata_uuid(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_UNTRUSTED_METADATA_UUID);
         if (is_bad_path(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_BAD_PATH);
         if (is_partitioned_disk(d))
@@ -291,41 +341,81 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         return VERDICT(BSG_SKIP, BSG_REASON_CLONE);
 }
 
-/* Orders device indexes so that the devices of one filesystem are neighbours. */
-static int cmp_by_fs(const void *a, const void *b, void *userdata)
-{
-        const struct bsg_device *devs = userdata;
-        const struct bsg_device *x = &devs[*(const size_t *)a], *y = &devs[*(const size_t *)b];
-        bool bx = x->state == BSG_DEV_BTRFS, by = y->state == BSG_DEV_BTRFS;
+/* Grouping for bsg_policy_decide(): the devices that same_filesystem() links, directly or through
+ * others, form one group (a union-find over the UUIDs each device may be matched by). */
+struct fs_key {
+        const uint8_t *uuid;
+        size_t dev;
+};
 
-        if (bx != by)
-                return bx ? 1 : -1;
-        return bx ? memcmp(x->fsid, y->fsid, BSG_UUID_SIZE) : 0;
+static int cmp_key(const void *a, const void *b)
+{
+        return memcmp(((const struct fs_key *)a)->uuid, ((const struct fs_key *)b)->uuid, BSG_UUID_SIZE);
+}
+
+static size_t group_root(size_t *parent, size_t i)
+{
+        while (parent[i] != i) {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+        }
+        return i;
+}
+
+/* Orders device indexes so that the devices of one group are neighbours. */
+static int cmp_by_group(const void *a, const void *b, void *userdata)
+{
+        const size_t *root = userdata;
+        size_t x = root[*(const size_t *)a], y = root[*(const size_t *)b];
+
+        return x < y ? -1 : x > y;
 }
 
 void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_policy clone_policy,
                        struct bsg_verdict *ret_verdicts)
 {
         _cleanup_free_ size_t *order = malloc((n + 1) * sizeof(size_t));
+        _cleanup_free_ size_t *root = malloc((n + 1) * sizeof(size_t));
+        _cleanup_free_ struct fs_key *keys = malloc((2 * n + 1) * sizeof(struct fs_key));
         _cleanup_free_ struct bsg_device *group = malloc((n + 1) * sizeof(struct bsg_device));
 
         bool doubt = false;
 
+        /* a zoned device is nobody's copy: its doubt is its own */
         for (size_t i = 0; i < n && !doubt; i++)
-                doubt = is_in_doubt(&devs[i]);
-        if (!order || !group) {
+                doubt = is_in_doubt(&devs[i]) && !is_zoned(&devs[i]);
+        if (!order || !root || !keys || !group) {
                 /* the same verdicts, in O(n^2) */
                 for (size_t i = 0; i < n; i++)
                         ret_verdicts[i] = bsg_policy_decide_one(devs, n, i, clone_policy);
                 goto out;
         }
-        /* A verdict depends only on the devices of the same filesystem: decide each filesystem's
-         * devices among themselves, so a thousand unique filesystems cost n log n, not n^2. */
-        for (size_t i = 0; i < n; i++)
+        /* A verdict depends only on the devices of the same filesystem: decide each group's devices
+         * among themselves, so a thousand unique filesystems cost n log n, not n^2. */
+        size_t nk = 0;
+        for (size_t i = 0; i < n; i++) {
+                root[i] = i;
+                if (devs[i].state != BSG_DEV_BTRFS)
+                        continue;
+                keys[nk++] = (struct fs_key){devs[i].fsid, i};
+                if (memcmp(metadata_uuid_of(&devs[i]), devs[i].fsid, BSG_UUID_SIZE) != 0)
+                        keys[nk++] = (struct fs_key){metadata_uuid_of(&devs[i]), i};
+        }
+        qsort(keys, nk, sizeof(keys[0]), cmp_key);
+        for (size_t k = 1; k < nk; k++)
+                if (cmp_key(&keys[k - 1], &keys[k]) == 0) {
+                        size_t x = group_root(root, keys[k - 1].dev), y = group_root(root, keys[k].dev);
+                        if (x != y)
+                                root[x > y ? x : y] = x < y ? x : y;
+                }
+        for (size_t i = 0; i < n; i++) {
                 order[i] = i;
-        qsort_r(order, n, sizeof(size_t), cmp_by_fs, (void *)devs);
+                root[i] = group_root(root, i);
+        }
+        /* every root is now final (root[r] == r for each group's root): a plain key for the sort */
+        qsort_r(order, n, sizeof(size_t), cmp_by_group, root);
         for (size_t a = 0, b; a < n; a = b) {
-                for (b = a + 1; b < n && same_fs(&devs[order[a]], &devs[order[b]]); b++)
+                for (b = a + 1; b < n && devs[order[a]].state == BSG_DEV_BTRFS && root[order[b]] == root[order[a]]; b++)
                         ;
                 for (size_t k = a; k < b; k++)
                         group[k - a] = devs[order[k]];

@@ -41,6 +41,9 @@ enum bsg_reason {
         BSG_REASON_UNREADABLE, /* its read failed: what the kernel would read is unknown */
         BSG_REASON_IN_DOUBT, /* unknown device, or a scan while a device of the set is unknown, or no
                               * memory to decide: every doubt ends in skip */
+        BSG_REASON_FSID_CHANGING, /* CHANGING_FSID(_V2) set: the kernel would match it by either UUID */
+        BSG_REASON_UNTRUSTED_METADATA_UUID, /* hot-pluggable media with the METADATA_UUID feature */
+        BSG_REASON_ZONED, /* a zoned device: the kernel reads its superblock where this helper does not */
         _BSG_REASON_MAX,
 };
 
@@ -54,6 +57,12 @@ struct bsg_device {
         const char *devnode;
         enum bsg_sb_state state;
         uint8_t fsid[BSG_UUID_SIZE];
+        /* the METADATA_UUID incompat feature, and then the metadata_uuid (read only when set: without
+         * the feature the kernel's metadata_uuid is the fsid) */
+        bool metadata_uuid_feature;
+        uint8_t metadata_uuid[BSG_UUID_SIZE];
+        bool fsid_changing; /* super flag CHANGING_FSID or CHANGING_FSID_V2 */
+        bool zoned;         /* zoned block device (sysfs queue/zoned not "none") */
         uint64_t devid;
         uint64_t num_devices;
         uint8_t dev_uuid[BSG_UUID_SIZE];
@@ -82,7 +91,16 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
 void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_policy clone_policy,
                        struct bsg_verdict *ret_verdicts);
 
+/* Identity: whether the kernel (linux 6.1, device_list_add() and its find_fsid*()) could take A and B
+ * for devices of one filesystem. Both valid btrfs, and one of A's {fsid, metadata_uuid} equals one of
+ * B's: a superset of the kernel's matches (which also look at the fsid-change flags), so that no
+ * pair the kernel would put together is missed. */
+bool same_filesystem(const struct bsg_device *a, const struct bsg_device *b);
+
 /* The named predicates, one per reason. */
+bool is_zoned(const struct bsg_device *d);
+bool is_fsid_changing(const struct bsg_device *d);
+bool is_untrusted_metadata_uuid(const struct bsg_device *d);
 bool is_not_btrfs(const struct bsg_device *d);
 bool is_in_doubt(const struct bsg_device *d);
 bool is_invalid_superblock(const struct bsg_device *d);

@@ -261,7 +261,7 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         if (!bsg_field_u64(&q, &min) || maj > 0xfffff || min > 0xfffff)
                 return -EINVAL;
         if (!bsg_field_u64(&p, &rec.diskseq) || !bsg_field_u64(&p, &rec.size) || !bsg_field_u64(&p, &kind) || kind > 3 ||
-            !bsg_field_u64(&p, &reg) || !bsg_field_u64(&p, &rec.devid) || !bsg_field_u64(&p, &rec.num_devices) ||
+            !bsg_field_u64(&p, &reg) || reg > 2 || !bsg_field_u64(&p, &rec.devid) || !bsg_field_u64(&p, &rec.num_devices) ||
             !bsg_field_u64(&p, &rec.generation) || !bsg_field_u64(&p, &seed) || !bsg_field_u64(&p, &hot))
                 return -EINVAL;
         if (!next_field(&p, &s, &len) || len != 36)
@@ -278,7 +278,8 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 return -EINVAL;
         rec.devnum = makedev((unsigned)maj, (unsigned)min);
         rec.kind = (enum bsg_record_kind)kind;
-        rec.registered = reg;
+        rec.registered = reg != 0;
+        rec.forget_pending = reg == 2;
         rec.seeding = seed;
         rec.hotpluggable = hot;
         if ((r = bsg_field_read(&p, &rec.partlabel)) < 0 || (r = bsg_field_read(&p, &rec.partuuid)) < 0 ||
@@ -289,14 +290,35 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 r = -EINVAL;
                 goto fail;
         }
-        /* flags (bit 0: partitioned whole disk); lines written before they existed end here */
+        /* flags (bit 0: partitioned whole disk, bit 1: fsid change in progress, bit 2: METADATA_UUID
+         * feature, and then the metadata_uuid follows; bit 3: zoned device); lines written before they existed end here */
         uint64_t flags = 0;
         const char *q2 = p;
-        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 1 || next_field(&p, &s, &len))) {
+        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 15)) {
+                r = -EINVAL;
+                goto fail;
+        }
+        if (flags & 4) {
+                char mu[37];
+                if (!next_field(&p, &s, &len) || len != 36) {
+                        r = -EINVAL;
+                        goto fail;
+                }
+                memcpy(mu, s, 36);
+                mu[36] = '\0';
+                if (bsg_uuid_parse(mu, rec.metadata_uuid) < 0) {
+                        r = -EINVAL;
+                        goto fail;
+                }
+        }
+        if (next_field(&p, &s, &len)) {
                 r = -EINVAL;
                 goto fail;
         }
         rec.partitioned = flags & 1;
+        rec.fsid_changing = flags & 2;
+        rec.metadata_uuid_feature = flags & 4;
+        rec.zoned = flags & 8;
         *ret_rec = rec;
         return 0;
 fail:
@@ -310,7 +332,8 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_uuid_format(rec->fsid, fsid);
         bsg_uuid_format(rec->dev_uuid, dev_uuid);
         fprintf(f, "%u:%u %" PRIu64 " %" PRIu64 " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %s %s ",
-                major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind, rec->registered,
+                major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind,
+                rec->registered ? (rec->forget_pending ? 2 : 1) : 0,
                 rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->hotpluggable, fsid, dev_uuid);
         bsg_field_write(f, rec->partlabel);
         fputc(' ', f);
@@ -321,7 +344,13 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_field_write(f, rec->disk);
         fputc(' ', f);
         bsg_field_write(f, rec->devnode);
-        fprintf(f, " %d", rec->partitioned ? 1 : 0);
+        fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0) |
+                                 (rec->zoned ? 8 : 0));
+        if (rec->metadata_uuid_feature) {
+                char mu[37];
+                bsg_uuid_format(rec->metadata_uuid, mu);
+                fprintf(f, " %s", mu);
+        }
 }
 
 int bsg_record_format(const struct bsg_record *rec, char **ret_line)
@@ -444,9 +473,9 @@ int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, co
 static void fill_state(FILE *f, const void *data)
 {
         const struct bsg_state *state = data;
-        fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
+        fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered(1, 2: forget pending) "
               "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
-              "flags(1 partitioned disk)\n", f);
+              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned) [metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);
                 fputc('\n', f);
@@ -571,6 +600,7 @@ bool bsg_pending_any(const char *rundir)
 struct pending_data {
         const struct bsg_record *rec;
         dev_t devnum;
+        uint64_t diskseq; /* of a remove marker */
 };
 
 static void fill_pending(FILE *f, const void *data)
@@ -579,14 +609,14 @@ static void fill_pending(FILE *f, const void *data)
         if (d->rec)
                 record_write(f, d->rec);
         else
-                fprintf(f, "remove %u:%u", major(d->devnum), minor(d->devnum));
+                fprintf(f, "remove %u:%u %" PRIu64, major(d->devnum), minor(d->devnum), d->diskseq);
         fputc('\n', f);
 }
 
-int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec)
+static int pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec, uint64_t diskseq)
 {
         char dir[4200], path[4300], tmp[4320];
-        struct pending_data d = {rec, devnum};
+        struct pending_data d = {rec, devnum, diskseq};
         int r;
 
         snprintf(dir, sizeof(dir), "%s/pending", rundir);
@@ -596,6 +626,34 @@ int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record 
         snprintf(path, sizeof(path), "%s/%u:%u", dir, major(devnum), minor(devnum));
         snprintf(tmp, sizeof(tmp), "%s/.%u:%u.%d", dir, major(devnum), minor(devnum), (int)getpid());
         return bsg_write_atomic(path, tmp, fill_pending, &d);
+}
+
+int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec)
+{
+        return pending_write(rundir, devnum, rec, 0);
+}
+
+int bsg_pending_write_remove(const char *rundir, dev_t devnum, uint64_t diskseq)
+{
+        return pending_write(rundir, devnum, NULL, diskseq);
+}
+
+/* A remove marker (LINE) folded into STATE: returns 1 if it was one. The entry goes only if it is
+ * still the removed device's (same diskseq, or one of them unknown, as markers written before the
+ * diskseq was kept). */
+static int pending_remove(const char *line, struct bsg_state *state)
+{
+        unsigned maj, min;
+        unsigned long long diskseq = 0;
+        int k = sscanf(line, "remove %u:%u %llu", &maj, &min, &diskseq);
+
+        if (k < 2)
+                return 0;
+        const struct bsg_record *rec = bsg_state_find(state, makedev(maj, min));
+        if (rec && diskseq && rec->diskseq && rec->diskseq != diskseq)
+                return 1; /* the entry is a later device's (replugged): the marker is stale */
+        bsg_state_remove(state, makedev(maj, min));
+        return 1;
 }
 
 int bsg_pending_apply(const char *rundir, struct bsg_state *state)
@@ -612,7 +670,6 @@ int bsg_pending_apply(const char *rundir, struct bsg_state *state)
         while ((de = readdir(d))) {
                 char path[4500];
                 _cleanup_free_ char *text = NULL;
-                unsigned maj, min;
                 struct bsg_record rec;
 
                 if (de->d_name[0] == '.')
@@ -620,15 +677,15 @@ int bsg_pending_apply(const char *rundir, struct bsg_state *state)
                 snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
                 if (bsg_read_file(path, 16384, &text, NULL) >= 0) {
                         text[strcspn(text, "\n")] = '\0';
-                        if (sscanf(text, "remove %u:%u", &maj, &min) == 2) {
-                                bsg_state_remove(state, makedev(maj, min));
+                        if (pending_remove(text, state))
                                 n++;
-                        } else if (bsg_record_parse(text, &rec) == 0) {
+                        else if (bsg_record_parse(text, &rec) == 0) {
                                 /* the marker's device is what this helper registered if the record agrees */
                                 const struct bsg_record *old = bsg_state_find(state, rec.devnum);
                                 rec.registered = old && old->registered && old->kind == rec.kind &&
                                                  memcmp(old->fsid, rec.fsid, BSG_UUID_SIZE) == 0 &&
                                                  old->devid == rec.devid;
+                                rec.forget_pending = rec.registered && old->forget_pending;
                                 if (bsg_state_put(state, &rec) >= 0)
                                         n++;
                                 bsg_record_done(&rec);

@@ -45,7 +45,12 @@ struct bsg_record {
         uint64_t generation;
         bool seeding;
         bool registered; /* this helper registered it (scan ioctl succeeded) and has not forgotten it */
+        bool forget_pending; /* registered, the kernel read another superblock, its forget failed */
         bool partitioned; /* a whole disk whose partitions are block devices of their own (when read) */
+        bool fsid_changing; /* CHANGING_FSID(_V2) set */
+        bool zoned;         /* a zoned device (when read) */
+        bool metadata_uuid_feature; /* the METADATA_UUID feature, and its metadata_uuid: */
+        uint8_t metadata_uuid[BSG_UUID_SIZE];
 };
 
 struct bsg_state {
@@ -74,6 +79,10 @@ void bsg_record_done(struct bsg_record *rec);
 /* Lock-timeout markers: an event that could not take the lock leaves what it read (or that its
  * device was removed) in RUNDIR/pending/MAJ:MIN; the next holder folds them into the inventory. */
 int bsg_pending_write(const char *rundir, dev_t devnum, const struct bsg_record *rec_or_null_for_remove);
+/* The marker of a removed device: "remove MAJ:MIN DISKSEQ", DISKSEQ that of the device removed (0:
+ * unknown). Folded in, it drops the entry of DEVNUM only if the entry's diskseq is that one (or either
+ * is unknown): a marker folded after a replug's `add` leaves the new device's entry alone. */
+int bsg_pending_write_remove(const char *rundir, dev_t devnum, uint64_t diskseq);
 /* Folds every marker into STATE and deletes it. Returns the number folded or -errno. */
 int bsg_pending_apply(const char *rundir, struct bsg_state *state);
 

@@ -226,6 +226,27 @@ bool bsg_superblock_is_seed(const struct bsg_superblock *sb)
         return sb->flags & BSG_SUPER_FLAG_SEEDING;
 }
 
+bool bsg_superblock_fsid_changing(const struct bsg_superblock *sb)
+{
+        return sb->flags & (BSG_SUPER_FLAG_CHANGING_FSID | BSG_SUPER_FLAG_CHANGING_FSID_V2);
+}
+
+bool bsg_superblock_has_metadata_uuid(const struct bsg_superblock *sb)
+{
+        return sb->incompat_flags & BSG_INCOMPAT_METADATA_UUID;
+}
+
+bool bsg_superblock_same_summary(const struct bsg_superblock *want, const struct bsg_superblock *now)
+{
+        return memcmp(want->fsid, now->fsid, BSG_UUID_SIZE) == 0 &&
+               memcmp(want->metadata_uuid, now->metadata_uuid, BSG_UUID_SIZE) == 0 &&
+               memcmp(want->dev_uuid, now->dev_uuid, BSG_UUID_SIZE) == 0 && want->devid == now->devid &&
+               want->num_devices == now->num_devices && want->generation == now->generation &&
+               bsg_superblock_is_seed(want) == bsg_superblock_is_seed(now) &&
+               bsg_superblock_fsid_changing(want) == bsg_superblock_fsid_changing(now) &&
+               bsg_superblock_has_metadata_uuid(want) == bsg_superblock_has_metadata_uuid(now);
+}
+
 void bsg_uuid_format(const uint8_t u[BSG_UUID_SIZE], char out[37])
 {
         static const char hex[] = "0123456789abcdef";

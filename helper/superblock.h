@@ -15,6 +15,11 @@
 #define BSG_MAX_DEVICES 65536u /* num_devices above this is absurd */
 
 #define BSG_SUPER_FLAG_SEEDING (1ULL << 32)
+/* An fsid change (btrfstune -u, -M) began and did not finish: the kernel then matches the device to
+ * a filesystem by either of its UUIDs (linux 6.1 fs/btrfs/volumes.c, find_fsid_inprogress() and
+ * find_fsid_changed()). */
+#define BSG_SUPER_FLAG_CHANGING_FSID (1ULL << 35)
+#define BSG_SUPER_FLAG_CHANGING_FSID_V2 (1ULL << 36)
 #define BSG_INCOMPAT_METADATA_UUID (1ULL << 10)
 
 enum bsg_csum_type {
@@ -57,8 +62,18 @@ struct bsg_superblock {
 int bsg_superblock_parse(const uint8_t *sb, size_t len, struct bsg_superblock *ret_sb, const char **problem);
 
 bool bsg_superblock_is_seed(const struct bsg_superblock *sb);
+/* CHANGING_FSID or CHANGING_FSID_V2 is set. */
+bool bsg_superblock_fsid_changing(const struct bsg_superblock *sb);
+/* The METADATA_UUID incompat feature: metadata_uuid is its own UUID, not the fsid. */
+bool bsg_superblock_has_metadata_uuid(const struct bsg_superblock *sb);
 const char *bsg_csum_type_name(uint16_t csum_type); /* "crc32c", ... or NULL if unknown */
 const char *bsg_csum_state_name(enum bsg_csum_state s); /* "verified", "not-verified" */
+
+/* Whether NOW (a superblock read after a scan) says all that WANT said and the decision used: fsid,
+ * metadata_uuid, device UUID, devid, num_devices, generation, the seed and fsid-change flags and the
+ * METADATA_UUID feature. For a decision made from the inventory's summary, where the block itself
+ * was not read; a decision from a read compares the whole block. */
+bool bsg_superblock_same_summary(const struct bsg_superblock *want, const struct bsg_superblock *now);
 
 /* Formats a UUID as 36 lowercase characters plus NUL. */
 void bsg_uuid_format(const uint8_t uuid[BSG_UUID_SIZE], char out[37]);

@@ -74,6 +74,27 @@ static inline void copy_line(const char *text, size_t len, size_t *pos, char *li
         *pos = i;
 }
 
+/* Undoes udev's encoding of a property value in place (blkid_encode_string(): "\xHH" for each byte
+ * outside its safe set, "\x5c" for '\'): ID_PART_ENTRY_NAME and ID_FS_LABEL_ENC come encoded, the
+ * kernel's PARTNAME raw, and what the helper prints is encoded once. A "\x00" stays as it is. */
+static inline void bsg_udev_decode(char *s)
+{
+        char *o = s;
+
+        if (!s)
+                return;
+        while (*s) {
+                int hi, lo;
+                if (s[0] == '\\' && s[1] == 'x' && (hi = hexval(s[2])) >= 0 && (lo = hexval(s[3])) >= 0 &&
+                    (hi | lo) != 0) {
+                        *o++ = (char)(hi << 4 | lo);
+                        s += 4;
+                } else
+                        *o++ = *s++;
+        }
+        *o = '\0';
+}
+
 /* Moves a pointer out of a cleanup variable: hand ownership out explicitly. */
 #define TAKE_PTR(p)                                                                                     \
         ({                                                                                              \

@@ -94,6 +94,21 @@ static void log_security_reason(const struct entry *t)
         case BSG_REASON_INVALID_SUPERBLOCK:
                 log_msg("%s: btrfs magic with an invalid superblock: never scanned", t->devnode);
                 break;
+        case BSG_REASON_FSID_CHANGING:
+                log_msg("%s: superblock says an fsid change is in progress (the kernel would match it by either "
+                        "UUID): never scanned",
+                        t->devnode);
+                break;
+        case BSG_REASON_ZONED:
+                log_msg("%s: zoned device (the kernel reads its superblock from the log zones, not at 64 KiB): "
+                        "never scanned",
+                        t->devnode);
+                break;
+        case BSG_REASON_UNTRUSTED_METADATA_UUID:
+                log_msg("%s: removable device with the METADATA_UUID feature (matched by a UUID it does not show "
+                        "as its fsid): never scanned",
+                        t->devnode);
+                break;
         case BSG_REASON_UNREADABLE:
                 log_msg("%s: superblock unreadable and never read before: listed in skip_scan, never scanned",
                         t->devnode);

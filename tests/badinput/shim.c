@@ -17,6 +17,9 @@
  *                                              reads get (preadv2() is not wrapped: its RWF_NOWAIT
  *                                              read is the page cache the kernel filled, no device
  *                                              read the device could answer differently)
+ *   BSG_SHIM_NOWAIT_EAGAIN_PATH=P               preadv2() with RWF_NOWAIT on a descriptor opened from
+ *                                              P fails with EAGAIN: the page the kernel read was
+ *                                              evicted (any other preadv2() is passed through)
  *   BSG_SHIM_VANISH_PATH=P                     stat() works, open() fails with ENOENT (the node
  *                                              vanished between enumeration and open)
  *   BSG_SHIM_SWAP_LINK=L, BSG_SHIM_SWAP_TARGET=T  after the first stat/lstat/realpath/readlink/
@@ -39,12 +42,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_FD 4096
 enum { FD_EIO = 1, FD_BLOCK = 2, FD_SHORT = 3, FD_FACE = 4 };
 static unsigned char fd_kind[MAX_FD];
+static unsigned char fd_nowait_eagain[MAX_FD];
 static int swapped;
 
 static void shim_log(const char *what, const char *path)
@@ -123,6 +128,7 @@ static int after_open(const char *path, int fd)
 {
         if (fd >= 0 && fd < MAX_FD) {
                 fd_kind[fd] = 0;
+                fd_nowait_eagain[fd] = env_is("BSG_SHIM_NOWAIT_EAGAIN_PATH", path) ? 1 : 0;
                 if (env_is("BSG_SHIM_EIO_PATH", path))
                         fd_kind[fd] = FD_EIO;
                 else if (env_is("BSG_SHIM_BLOCK_PATH", path))
@@ -220,7 +226,7 @@ int close(int fd)
 {
         REAL(int, close, int);
         if (fd >= 0 && fd < MAX_FD)
-                fd_kind[fd] = 0;
+                fd_kind[fd] = fd_nowait_eagain[fd] = 0;
         return real_close(fd);
 }
 
@@ -288,6 +294,20 @@ static int fault(int fd, off_t off, size_t len)
         }
         return 0;
 }
+
+#define PREADV2_WRAPPER(name)                                                                     \
+        ssize_t name(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)           \
+        {                                                                                         \
+                REAL(ssize_t, name, int, const struct iovec *, int, off_t, int);                  \
+                if (fd >= 0 && fd < MAX_FD && fd_nowait_eagain[fd] && (flags & RWF_NOWAIT)) {     \
+                        shim_log("eagain", getenv("BSG_SHIM_NOWAIT_EAGAIN_PATH"));                \
+                        errno = EAGAIN;                                                           \
+                        return -1;                                                                \
+                }                                                                                 \
+                return real_##name(fd, iov, iovcnt, off, flags);                                  \
+        }
+PREADV2_WRAPPER(preadv2)
+PREADV2_WRAPPER(preadv64v2)
 
 ssize_t pread(int fd, void *buf, size_t len, off_t off)
 {

@@ -11,6 +11,10 @@
 # device would answer, and leaves B registered: that is what it did before. (What the forget does to
 # the registry is unit/executor's: this host's kernel answers BTRFS_IOC_FORGET_DEV with 0 whether or
 # not the device was registered, so the registry cannot be probed here.)
+# Issue 18 case 7: the check compares the whole block: a second face that differs from B only in its
+# label (fsid, devid and generation equal) is kernel-read-differs too (before, it was scanned); and a
+# page no longer cached (RWF_NOWAIT answers EAGAIN, injected by the shim) is a difference, never a
+# second read of the device (before, it read the device again and scanned).
 # Control: the same device without the second face is scanned, with no error.
 #
 # env: BSG_HELPER (helper with test seams), BSG_HELPER_WRAPPER (command prefix, e.g. valgrind ...),
@@ -75,6 +79,26 @@ with open(dst, "r+b") as f:
     f.seek(65536)
     f.write(sb)
 EOF
+# B': B with another label, checksum recomputed (what a device could show the helper instead of B)
+python3 - "$work/b1.img" "$work/b1-label.img" <<'EOF'
+import shutil, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copyfile(src, dst)
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+with open(dst, "r+b") as f:
+    f.seek(65536)
+    sb = bytearray(f.read(4096))
+    sb[0x12b:0x12b + 8] = b"relabel\0"
+    struct.pack_into("<I", sb, 0, crc32c(bytes(sb[32:])))
+    f.seek(65536)
+    f.write(sb)
+EOF
 loop=$(losetup -f --show "$work/b1.img")
 echo "kernel-read-check: $loop holds B (generation+1); the helper is shown A"
 # a running udevd registers the new loop device itself (64-btrfs.rules): let it finish, then start
@@ -86,10 +110,14 @@ btrfs device scan --forget "$loop" >>"$log" 2>&1 || true
 : >"$work/empty.conf"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
 
-# udev's `change` event of $loop, with the shim; $1: "face" (A for the helper's reads) or "plain"
+# udev's `change` event of $loop, with the shim; $1: "face" (A for the helper's reads), "label" (B'
+# for the helper's reads), "eagain" (the check's RWF_NOWAIT read finds no cached page) or "plain"
 event() {
     local face=()
+    btrfs device scan --forget "$loop" >>"$log" 2>&1 || true
     [ "$1" = face ] && face=(BSG_SHIM_FACE_PATH="$loop" BSG_SHIM_FACE_FILE="$work/a1.img")
+    [ "$1" = label ] && face=(BSG_SHIM_FACE_PATH="$loop" BSG_SHIM_FACE_FILE="$work/b1-label.img")
+    [ "$1" = eagain ] && face=(BSG_SHIM_NOWAIT_EAGAIN_PATH="$loop")
     rm -rf "$work/run"
     env ACTION=change SUBSYSTEM=block DEVTYPE=disk DEVNAME="$loop" \
         BTRFS_SCAN_GATE_RUNDIR="$work/run" BTRFS_SCAN_GATE_CONFIG="$work/empty.conf" \
@@ -109,6 +137,25 @@ if grep -q '^BTRFS_SCAN_GATE_ERROR=.*kernel-read-differs' <<<"$out"; then
     echo "ok: two faces: kernel-read-differs"
 else
     echo "FAIL: two faces: no kernel-read-differs (the check did not read what the kernel read):"; echo "$out"; fail=1
+fi
+
+out=$(event label)
+echo "$out" >>"$log"
+if grep -q '^BTRFS_SCAN_GATE_ERROR=.*kernel-read-differs' <<<"$out"; then
+    echo "ok: two faces differing only in the label: kernel-read-differs"
+else
+    echo "FAIL: two faces differing only in the label: no kernel-read-differs (not the whole block compared):"
+    echo "$out"; fail=1
+fi
+
+: >"$work/shim.log"
+out=$(event eagain)
+echo "$out" >>"$log"
+grep -q '^eagain ' "$work/shim.log" || { echo "FAIL: the check's RWF_NOWAIT read was never made for $loop"; fail=1; }
+if grep -q '^BTRFS_SCAN_GATE_ERROR=.*kernel-read-differs' <<<"$out"; then
+    echo "ok: page not cached (EAGAIN): kernel-read-differs"
+else
+    echo "FAIL: page not cached (EAGAIN): no kernel-read-differs (the device was read again):"; echo "$out"; fail=1
 fi
 
 out=$(event plain)

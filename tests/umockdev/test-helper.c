@@ -1273,6 +1273,25 @@ static void test_usb_hijack(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(reg, "/dev/sda4"));
 }
 
+/* Issue 18 case 9: only btrfs lines of mountinfo say a device is mounted. A fuse.sshfs mount whose
+ * source string is the stick's node does not make the stick "in use": it stays removable-clone
+ * (before: clone, a copy that may own links). */
+static void test_usb_clone_fuse_source(Fixture *f, gconstpointer data)
+{
+        Run r;
+        steamos_prepare(f, &skip_all);
+        world_add(f, &usb_clone);
+        write_file(f->mountinfo,
+                   "21 1 0:20 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+                   "40 1 0:50 / /mnt/remote rw,nosuid,nodev,relatime shared:30 - fuse.sshfs /dev/sdg "
+                   "rw,user_id=1000,group_id=1000\n",
+                   -1);
+        run_udev(f, &usb_clone, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "removable-clone");
+        run_clear(&r);
+}
+
 /* A system booted from a USB stick, its root mounted as /dev/root (mountinfo's name, not the
  * stick's): the stick is the mounted filesystem itself, found by identity (/sys/fs/btrfs/<fsid>/
  * devices/), so it is neither taken for a hijacking clone nor listed in skip_scan. */
@@ -1403,6 +1422,67 @@ static void test_bad_superblocks(Fixture *f, gconstpointer data)
                 run_clear(&r);
         }
         assert_registry("");
+}
+
+/* Issue 18 case 6: a zoned device (queue/zoned of its disk not "none") carries its superblock in the
+ * log zones for the kernel; what is at 64 KiB is not what the kernel reads. Listed, never scanned, no
+ * slot, whatever its 64 KiB hold; it makes no internal copy a clone. */
+static const DevSpec zoned_a = {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"};
+static const DevSpec zoned_part = {.node = "sdz1", .disk = "sdz", .partn = 1, .image = "rootfs",
+                                   .partlabel = "rootfs-B"};
+
+static void test_zoned(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        world_add(f, &zoned_a);
+        world_add(f, &zoned_part);
+        const char *disk = g_hash_table_lookup(f->syspaths, "sdz");
+        g_assert_nonnull(disk);
+        g_autofree char *rel = g_build_filename(disk, "queue", "zoned", NULL);
+        g_autofree char *attr = tb_path(rel);
+        write_file(attr, "host-managed\n", -1);
+
+        run_udev(f, &zoned_part, &r, FALSE);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "zoned");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdz1"), ==, 0);
+        run_udev(f, &zoned_a, &r, FALSE);
+        assert_kv(&r, "REASON", "unique");
+        run_clear(&r);
+        assert_registry("/dev/sda4");
+        /* the whole zoned disk too: the kernel would read its log zones as well */
+        assert_skip_scan("/dev/sdz,/dev/sdz1");
+
+        /* boot decides the same from sysfs alone */
+        kernel_reset();
+        run_boot(f);
+        assert_registry("/dev/sda4");
+        assert_skip_scan("/dev/sdz,/dev/sdz1");
+}
+
+/* Issue 18 case 9: udev passes ID_PART_ENTRY_NAME encoded (blkid_encode_string(): "my root-A" is
+ * "my\x20root-A"); SLOT_BASE is encoded once from the raw label, never encoded twice
+ * ("my\x5cx20root"). */
+static const DevSpec encoded_label = {.node = "sdm1", .disk = "sdm", .partn = 1, .image = "home",
+                                      .partlabel = "my\\x20root-A"};
+
+static void test_encoded_label(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        set_config(f, STEAMOS_CONFIG);
+        world_add(f, &encoded_label);
+        run_udev(f, &encoded_label, &r, FALSE);
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_BASE", "my\\x20root");
+        run_clear(&r);
+        /* the label kept in the inventory is the raw one: a later event of it says the same */
+        run_udev(f, &encoded_label, &r, FALSE);
+        assert_kv(&r, "SLOT_BASE", "my\\x20root");
+        run_clear(&r);
 }
 
 /* A devnode with a comma cannot be written into the comma-separated skip list. */
@@ -1920,6 +2000,71 @@ static void test_lost_late_disks(Fixture *f, gconstpointer data)
 }
 
 /* Bullet 2: an event that times out on the lock loses nothing: the next event scans its device. */
+/* Issue 18 case 8: a remove marker carries the removed device's diskseq. The marker of a remove
+ * event that could not take the lock, folded in after the replugged device's `add` was recorded,
+ * must not delete the new device's entry (before: `remove MAJ:MIN` deleted whatever had the number). */
+static const DevSpec replug_disk = {.node = "sdk", .image = "home", .partlabel = NULL};
+
+static void set_diskseq(Fixture *f, const DevSpec *s, const char *seq)
+{
+        const char *syspath = g_hash_table_lookup(f->syspaths, s->node);
+        g_assert_nonnull(syspath);
+        umockdev_testbed_set_attribute(tb, syspath, "diskseq", seq);
+}
+
+static gboolean inventory_names(Fixture *f, const char *devnode)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "devices", NULL);
+        g_autofree char *text = read_file(path);
+        g_autofree char *needle = g_strdup_printf(" %s ", devnode);
+        return text && strstr(text, needle);
+}
+
+static void test_lost_stale_remove_marker(Fixture *f, gconstpointer data)
+{
+        Run r;
+        const char *fast[] = {"--timeout", "1", NULL};
+
+        world_add(f, &var_dev);
+        world_add(f, &replug_disk);
+        set_diskseq(f, &replug_disk, "5");
+        run_udev_quiet(f, &replug_disk);
+        g_assert_true(inventory_names(f, "/dev/sdk"));
+        /* unplugged and plugged again (same device number, new diskseq); the new one's add is recorded */
+        world_remove(f, &replug_disk);
+        g_autofree char *block_link = tb_path("sys/block/sdk"); /* umockdev leaves it behind */
+        (void)unlink(block_link);
+        world_add(f, &replug_disk);
+        set_diskseq(f, &replug_disk, "6");
+        run_udev_quiet(f, &replug_disk);
+        /* the old device's remove event, late, finds the lock taken: it leaves a marker */
+        int fd = hold_lock(f);
+        g_setenv("DISKSEQ", "5", TRUE);
+        run_udev_action(f, &replug_disk, "remove", fast, &r);
+        g_unsetenv("DISKSEQ");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ERROR"), "lock-timeout"));
+        run_clear(&r);
+        close(fd);
+        g_autofree char *pending = g_build_filename(f->rundir, "pending", NULL);
+        g_assert_true(g_file_test(pending, G_FILE_TEST_IS_DIR));
+        /* an unrelated event folds the marker: the new device's entry stays */
+        run_udev_action(f, &var_dev, "change", NULL, &r);
+        run_clear(&r);
+        g_assert_true(inventory_names(f, "/dev/sdk"));
+
+        /* a marker of the device that is there (same diskseq) still removes its entry */
+        fd = hold_lock(f);
+        g_setenv("DISKSEQ", "6", TRUE);
+        run_udev_action(f, &replug_disk, "remove", fast, &r);
+        g_unsetenv("DISKSEQ");
+        run_clear(&r);
+        close(fd);
+        world_remove(f, &replug_disk);
+        run_udev_action(f, &var_dev, "change", NULL, &r);
+        run_clear(&r);
+        g_assert_false(inventory_names(f, "/dev/sdk"));
+}
+
 static void test_lost_lock_timeout(Fixture *f, gconstpointer data)
 {
         Run r;
@@ -2309,11 +2454,14 @@ int main(int argc, char **argv)
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
         add("/helper/guard/usb-root-self", test_usb_root_self);
+        add("/helper/guard/usb-clone-fuse-source", test_usb_clone_fuse_source);
         add_p("/helper/kernel/unpatched", test_unpatched_kernel);
         add("/helper/kernel/upstream-temp-fsid", test_upstream_kernel);
         add("/helper/kernel/missing-control", test_missing_control);
         add("/helper/input/bad-superblocks", test_bad_superblocks);
         add("/helper/input/path-with-comma", test_bad_path);
+        add("/helper/input/zoned", test_zoned);
+        add("/helper/input/encoded-label", test_encoded_label);
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);
         add("/helper/mode/status", test_status);
@@ -2328,6 +2476,7 @@ int main(int argc, char **argv)
         add("/helper/seal/partitioned-disk", test_seal_partitioned_disk);
         add("/helper/lost/left-skip-list", test_lost_left_skip_list);
         add("/helper/lost/lock-timeout", test_lost_lock_timeout);
+        add("/helper/lost/stale-remove-marker", test_lost_stale_remove_marker);
         add("/helper/lost/remove", test_lost_remove);
         add("/helper/lost/reconcile-verb", test_lost_reconcile_verb);
         g_test_add("/helper/lost/late-disks/a-first", Fixture, "a-first", fixture_setup, test_lost_late_disks,

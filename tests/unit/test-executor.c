@@ -17,6 +17,8 @@
 /* ---- the scripted kernel ---- */
 static char journal[1024]; /* what happened, in order: "list=<...>", "scan:/dev/a", ... */
 static int answers[16];    /* result of the Nth kernel action */
+static int forget_answers[16]; /* with -ESTALE: the result of the forget that took it back */
+static bool had_super[16]; /* the Nth action's check compares a whole block */
 static int control_result; /* bsg_control_open's return */
 static bool verified[16];  /* the verify flag of the Nth action */
 
@@ -67,7 +69,9 @@ int bsg_control_run(int control, struct bsg_kop *ops, size_t n, int close_fd, ui
                 snprintf(buf, sizeof(buf), "%s:%s", names[ops[i].type], ops[i].path);
                 happened(buf);
                 verified[i] = ops[i].verify;
+                had_super[i] = ops[i].super != NULL;
                 ops[i].result = answers[i];
+                ops[i].forget_result = forget_answers[i];
         }
         return 0;
 }
@@ -110,12 +114,15 @@ struct exec_case {
         struct plan_action actions[8];
         size_t n_actions;
         int answers[8];
+        int forget_answers[8];
         bool registered_before[4];
+        bool pending_before[4];
         const char *want_journal;
         const char *want_actions, *want_errors;
         int want_ready;
         bool want_registered[4];
         bool want_verify[8]; /* of the kernel actions, in order */
+        bool want_pending[4];
 };
 
 static const char *const nodes[4] = {"/dev/a", "/dev/b", "/dev/c", "/dev/d"};
@@ -132,15 +139,19 @@ static void exec_one(const struct exec_case *t)
         journal[0] = '\0';
         memset(answers, 0, sizeof(answers));
         memcpy(answers, t->answers, sizeof(t->answers));
+        memset(forget_answers, 0, sizeof(forget_answers));
+        memcpy(forget_answers, t->forget_answers, sizeof(t->forget_answers));
         memset(verified, 0, sizeof(verified));
         control_result = t->control;
         c.caps.skip_scan = !t->no_skip_scan;
         c.caps.skip_scan_writable = !t->read_only_skip_scan;
         for (size_t i = 0; i < 4; i++) {
-                recs[i] = (struct bsg_record){.devnum = (dev_t)(i + 1), .registered = t->registered_before[i]};
+                recs[i] = (struct bsg_record){.devnum = (dev_t)(i + 1), .registered = t->registered_before[i],
+                                              .forget_pending = t->pending_before[i]};
                 e[i] = (struct entry){.devnode = nodes[i], .devnum = (dev_t)(i + 1), .dev = (ssize_t)i,
                                       .pd = {.state = BSG_DEV_BTRFS, .devid = 1},
-                                      .registered = t->registered_before[i]};
+                                      .registered = t->registered_before[i],
+                                      .forget_pending = t->pending_before[i]};
         }
         c.state = (struct bsg_state){recs, 4};
         c.e = e;
@@ -153,6 +164,8 @@ static void exec_one(const struct exec_case *t)
         for (size_t i = 0; i < 4; i++) {
                 CHECK(e[i].registered == t->want_registered[i]);
                 CHECK(recs[i].registered == t->want_registered[i]); /* the inventory keeps step */
+                CHECK(e[i].forget_pending == t->want_pending[i]);
+                CHECK(recs[i].forget_pending == t->want_pending[i]);
         }
         for (size_t i = 0; i < 8; i++)
                 CHECK(verified[i] == t->want_verify[i]);
@@ -172,6 +185,21 @@ static const struct exec_case cases[] = {
          VERB_UDEV, .skip_list = "", .actions = {A(SKIP_LIST, 0), A(READY, 0)}, .n_actions = 2,
          .answers = {-ESTALE}, .want_journal = "list= open ready:/dev/a", .want_actions = "",
          .want_errors = "kernel-read-differs", .want_ready = -1, .want_verify = {true}},
+        /* issue 18 case 7: the forget after a differing read is checked */
+        {"event: the kernel read something else and the forget failed: still registered, retried, said",
+         VERB_UDEV, .skip_list = "", .actions = {A(SKIP_LIST, 0), A(READY, 0)}, .n_actions = 2,
+         .answers = {-ESTALE}, .forget_answers = {-EIO}, .want_journal = "list= open ready:/dev/a",
+         .want_actions = "", .want_errors = "kernel-read-differs,forget-failed", .want_ready = -1,
+         .want_registered = {true}, .want_verify = {true}, .want_pending = {true}},
+        {"event: the kernel read something else, the forget says not registered (ENOENT): not registered",
+         VERB_UDEV, .skip_list = "", .actions = {A(SKIP_LIST, 0), A(SCAN, 1)}, .n_actions = 2,
+         .answers = {-ESTALE}, .forget_answers = {-ENOENT}, .want_journal = "list= open scan:/dev/b",
+         .want_actions = "", .want_errors = "kernel-read-differs", .want_ready = -1, .want_verify = {true}},
+        {"event: a pending forget that works clears both flags",
+         VERB_UDEV, .skip_list = "", .actions = {A(SKIP_LIST, 0), A(FORGET, 0)}, .n_actions = 2,
+         .answers = {0}, .registered_before = {true}, .pending_before = {true},
+         .want_journal = "list= open forget:/dev/a",
+         .want_actions = "forgot:/dev/a", .want_errors = "", .want_ready = -1},
         {"event: a scan that timed out in the kernel: not registered, kernel-timeout",
          VERB_UDEV, .skip_list = "", .actions = {A(SKIP_LIST, 0), A(SCAN, 1)}, .n_actions = 2,
          .answers = {-ETIMEDOUT}, .want_journal = "list= open scan:/dev/b", .want_actions = "",

@@ -18,6 +18,7 @@ struct espec {
         const char *node;
         enum bsg_decision decision;
         bool registered, from_record, unanswered, self_mounted, bad_path, unknown, unreadable;
+        bool forget_pending;
 };
 
 struct plan_case {
@@ -44,6 +45,7 @@ static void to_entries(const struct plan_case *t, struct entry *e)
                                .path_ok = !s->bad_path, .self_mounted = s->self_mounted},
                         .v = {s->decision, s->decision == BSG_SCAN ? BSG_REASON_UNIQUE : BSG_REASON_CLONE},
                         .registered = s->registered,
+                        .forget_pending = s->forget_pending,
                         .from_record = s->from_record,
                         .unanswered = s->unanswered,
                 };
@@ -84,6 +86,13 @@ static void plan_one(const struct plan_case *t)
 }
 
 static const struct plan_case cases[] = {
+        /* issue 18 case 7: registered with a superblock other than the decided one, its forget failed */
+        {"event: a scan device whose forget is pending is forgotten, not taken as registered",
+         {{"/dev/a", BSG_SCAN, .registered = true, .from_record = true, .forget_pending = true}}, 1, 0,
+         PLAN_MODE_EVENT, "list forget:0", ""},
+        {"event: another device's pending forget is retried too, never scanned over",
+         {{"/dev/a", BSG_SCAN}, {"/dev/b", BSG_SCAN, .registered = true, .from_record = true, .forget_pending = true}},
+         2, 0, PLAN_MODE_EVENT, "list ready:0 forget:1", ""},
         {"event: skip list first, the event's device asks READY, the lost scan made good, the forget last",
          {{"/dev/a", BSG_SCAN},
           {"/dev/b", BSG_SCAN, .registered = false, .from_record = true},
@@ -195,6 +204,8 @@ static const struct settled_case settled_cases[] = {
         {"a device that cannot be read and never was (EIO, EACCES): listed, but no record to seal it by",
          {{"/dev/a", BSG_SKIP, .unanswered = true, .unreadable = true}, {"/dev/b", BSG_SCAN, .registered = true}}, 2,
          false},
+        {"a forget pending (the kernel read differed, the forget failed)",
+         {{"/dev/a", BSG_SCAN, .registered = true, .forget_pending = true}}, 1, false},
         {"nothing at all", {{0}}, 0, true},
 };
 

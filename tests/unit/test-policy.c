@@ -19,6 +19,9 @@ struct spec {
         bool member, partitioned;
         const char *storage; /* storage_id */
         int uuid;            /* device UUID byte; 0: the devid's */
+        int mu;              /* METADATA_UUID feature with this metadata_uuid byte; 0: none */
+        bool changing;       /* CHANGING_FSID_V2 */
+        bool zoned;
 };
 
 static struct bsg_device to_dev(const struct spec *s)
@@ -40,6 +43,10 @@ static struct bsg_device to_dev(const struct spec *s)
         };
         memset(d.fsid, s->fs > 0 ? s->fs : 0, sizeof(d.fsid));
         memset(d.dev_uuid, s->uuid ? s->uuid : (int)d.devid, sizeof(d.dev_uuid));
+        d.metadata_uuid_feature = s->mu != 0;
+        memset(d.metadata_uuid, s->mu, sizeof(d.metadata_uuid));
+        d.fsid_changing = s->changing;
+        d.zoned = s->zoned;
         return d;
 }
 
@@ -175,6 +182,49 @@ static const struct policy_case policy_cases[] = {
         {"usb-serial-never-matches-internal", SKIPALL,
          {{"/dev/sda4", 1, .storage = "serial:X:1"}, {"/dev/sdz", 1, .storage = "serial:X:1", .hotplug = true}}, 2, 0,
          BSG_SCAN, BSG_REASON_UNIQUE},
+        /* issue 18 case 1: identity is the kernel's (fsid and metadata_uuid, fsid-change flags) */
+        {"crafted-stick-is-skipped", SKIPALL,
+         {{"/dev/root", 1, .self_mounted = true, .fsid_mounted = true, .member = true},
+          {"/dev/usb", 9, .mu = 1, .changing = true, .hotplug = true}},
+         2, 1, BSG_SKIP, BSG_REASON_FSID_CHANGING},
+        {"crafted-stick-leaves-root-alone", SKIPALL,
+         {{"/dev/root", 1}, {"/dev/usb", 9, .mu = 1, .changing = true, .hotplug = true}}, 2, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
+        {"crafted-fixed-disk-is-skipped", SKIPALL, {{"/dev/root", 1}, {"/dev/sdb", 9, .mu = 1, .changing = true}}, 2, 1,
+         BSG_SKIP, BSG_REASON_FSID_CHANGING},
+        {"crafted-fixed-disk-devid-2", SKIPALL,
+         {{"/dev/root", 1}, {"/dev/sdb", 9, 2, 2, .mu = 1, .changing = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_FSID_CHANGING},
+        /* a fixed copy the kernel would match by metadata_uuid makes the root a clone (fail closed) */
+        {"metadata-uuid-copy-is-a-clone", SKIPALL, {{"/dev/root", 1}, {"/dev/sdb", 9, .mu = 1}}, 2, 0, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"metadata-uuid-copy-is-a-clone-too", SKIPALL, {{"/dev/root", 1}, {"/dev/sdb", 9, .mu = 1}}, 2, 1,
+         BSG_SKIP, BSG_REASON_CLONE},
+        {"shared-metadata-uuid-is-a-clone", SKIPALL, {{"/dev/a", 8, .mu = 1}, {"/dev/b", 9, .mu = 1}}, 2, 0,
+         BSG_SKIP, BSG_REASON_CLONE},
+        {"changed-fsid-of-other-fs-is-a-clone", SKIPALL, {{"/dev/a", 1, .mu = 9}, {"/dev/b", 9}}, 2, 1, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"metadata-uuid-fs-unique", SKIPALL, {{"/dev/a", 8, .mu = 1}, {"/dev/b", 2}}, 2, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
+        {"metadata-uuid-multi-device-member", SKIPALL, {{"/dev/a", 8, 1, 2, .mu = 1}, {"/dev/b", 8, 2, 2, .mu = 1}},
+         2, 1, BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        {"metadata-uuid-raid-clone", SKIPALL,
+         {{"/dev/a", 8, 1, 2, .mu = 1}, {"/dev/b", 8, 2, 2, .mu = 1}, {"/dev/c", 7, 1, 2, .mu = 1}}, 3, 0, BSG_SKIP,
+         BSG_REASON_RAID_CLONE_INACTIVE},
+        {"usb-metadata-uuid-alone", SKIPALL, {{"/dev/usb", 8, .mu = 1, .hotplug = true}}, 1, 0, BSG_SKIP,
+         BSG_REASON_UNTRUSTED_METADATA_UUID},
+        {"usb-metadata-uuid-booted-from", SKIPALL,
+         {{"/dev/usb", 8, .mu = 1, .hotplug = true, .self_mounted = true, .member = true, .fsid_mounted = true}}, 1, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fixed-metadata-uuid-alone", SKIPALL, {{"/dev/sdb", 8, .mu = 1}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fixed-fsid-changing-alone", SKIPALL, {{"/dev/sdb", 8, .changing = true}}, 1, 0, BSG_SKIP,
+         BSG_REASON_FSID_CHANGING},
+        /* issue 18 case 6: a zoned device is listed whatever its 64 KiB hold, and is no copy */
+        {"zoned-btrfs", SKIPALL, {{"/dev/sdz", 1, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-not-btrfs", SKIPALL, {{"/dev/sdz", 0, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-invalid", SKIPALL, {{"/dev/sdz", -1, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
+        {"zoned-twin-is-no-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/sdz", 1, .zoned = true}}, 2, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
         {"bad-path", SKIPALL, {{"/dev/mapper/a,b", 1, .bad_path = true}}, 1, 0, BSG_SKIP, BSG_REASON_BAD_PATH},
         {"bad-path-twin-still-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/mapper/a b", 1, .bad_path = true}}, 2, 0,
          BSG_SKIP, BSG_REASON_CLONE},
@@ -322,6 +372,14 @@ static const struct order_case order_cases[] = {
          {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/loop0", 1, 1, 2, .uuid = 9},
           {"/dev/loop1", 1, 2, 2}},
          4, "", "/dev/loop0,/dev/loop1,/dev/sda4,/dev/sda5"},
+        /* issue 18 case 1: the crafted stick in every order, beside the A/B pair and a unique fs */
+        {"crafted-stick", SKIPALL,
+         {{"/dev/sda4", 1, .active = true}, {"/dev/sda5", 1}, {"/dev/sda8", 3},
+          {"/dev/sdg", 9, .mu = 3, .changing = true, .hotplug = true}},
+         4, "/dev/sda8", "/dev/sda4,/dev/sda5,/dev/sdg"},
+        /* a chain: b's metadata_uuid is a's fsid, c's is b's fsid: one group whatever the order */
+        {"metadata-uuid-chain", SKIPALL, {{"/dev/a", 1}, {"/dev/b", 2, .mu = 1}, {"/dev/c", 3, .mu = 2}, {"/dev/d", 4}}, 4,
+         "/dev/d", "/dev/a,/dev/b,/dev/c"},
         {"same-storage", SKIPALL,
          {{"/dev/loop0", 1, .storage = "loop:7:1:0"}, {"/dev/loop1", 1, .storage = "loop:7:1:0"}}, 2, "/dev/loop0",
          "/dev/loop1"},
@@ -332,25 +390,47 @@ int main(void)
         for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++)
                 policy_one(&policy_cases[i]);
 
-        /* the verdicts do not depend on the order of the set */
+        /* the verdicts do not depend on the order of the set, and bsg_policy_decide() (grouped) agrees
+         * with bsg_policy_decide_one() over the whole set */
         check_case = "set-order";
         {
                 struct spec s[] = {{"/dev/a", 1, .active = true}, {"/dev/b", 1}, {"/dev/c", 2, 1, 2},
-                                   {"/dev/d", 2, 1, 2, .active = true}, {"/dev/e", 2, 2, 2}, {"/dev/f", 3}};
-                size_t n = 6, order[6] = {0, 1, 2, 3, 4, 5};
-                struct bsg_verdict ref[6];
-                struct bsg_device d[6];
+                                   {"/dev/d", 2, 1, 2, .active = true}, {"/dev/e", 5, 2, 2, .mu = 2}, {"/dev/f", 3},
+                                   {"/dev/g", 6, .mu = 1}};
+                size_t n = 7, order[7] = {0, 1, 2, 3, 4, 5, 6};
+                struct bsg_verdict ref[7];
+                struct bsg_device d[7];
                 for (size_t i = 0; i < n; i++)
                         d[i] = to_dev(&s[i]);
                 bsg_policy_decide(d, n, ACTIVE, ref);
+                for (size_t i = 0; i < n; i++) {
+                        struct bsg_verdict one = bsg_policy_decide_one(d, n, i, ACTIVE);
+                        CHECK(one.decision == ref[i].decision && one.reason == ref[i].reason);
+                }
+                CHECK(ref[6].decision == BSG_SKIP && ref[6].reason == BSG_REASON_CLONE); /* g: a copy of a */
+                CHECK(ref[4].decision == BSG_SCAN && ref[4].reason == BSG_REASON_MULTI_DEVICE);
                 do {
-                        struct bsg_verdict v[6];
+                        struct bsg_verdict v[7];
                         for (size_t i = 0; i < n; i++)
                                 d[i] = to_dev(&s[order[i]]);
                         bsg_policy_decide(d, n, ACTIVE, v);
                         for (size_t i = 0; i < n; i++)
                                 CHECK(v[i].decision == ref[order[i]].decision && v[i].reason == ref[order[i]].reason);
                 } while (next_perm(order, n));
+        }
+
+        /* a zoned device whose read did not finish puts nobody else in doubt (it is nobody's copy) */
+        check_case = "zoned-in-doubt";
+        {
+                struct bsg_device d[2] = {to_dev(&(struct spec){"/dev/a", 1}), to_dev(&(struct spec){"/dev/sdz", 1, .zoned = true})};
+                struct bsg_verdict v[2];
+                d[1].state = BSG_DEV_UNKNOWN;
+                bsg_policy_decide(d, 2, SKIPALL, v);
+                CHECK(v[0].decision == BSG_SCAN && v[0].reason == BSG_REASON_UNIQUE);
+                CHECK(v[1].decision == BSG_SKIP && v[1].reason == BSG_REASON_ZONED);
+                d[1].zoned = false; /* the same device, not zoned: everyone in doubt */
+                bsg_policy_decide(d, 2, SKIPALL, v);
+                CHECK(v[0].decision == BSG_SKIP && v[0].reason == BSG_REASON_IN_DOUBT);
         }
 
         for (size_t i = 0; i < sizeof(order_cases) / sizeof(order_cases[0]); i++)
@@ -364,6 +444,9 @@ int main(void)
         CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE), "removable-clone");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_INCONSISTENT_COPIES), "inconsistent-copies");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_PARTITIONED_DISK), "partitioned-disk");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_FSID_CHANGING), "fsid-changing");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_ZONED), "zoned");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_UNTRUSTED_METADATA_UUID), "untrusted-metadata-uuid");
 
         /* who may own shared links (issue 10 item 2) */
         static const struct {
@@ -374,7 +457,8 @@ int main(void)
                 {BSG_REASON_RAID_CLONE_INACTIVE, true}, {BSG_REASON_REMOVABLE_CLONE, false},
                 {BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED, false}, {BSG_REASON_SAME_STORAGE, false},
                 {BSG_REASON_INCONSISTENT_COPIES, false}, {BSG_REASON_PARTITIONED_DISK, false},
-                {BSG_REASON_INVALID_SUPERBLOCK, false},
+                {BSG_REASON_INVALID_SUPERBLOCK, false}, {BSG_REASON_FSID_CHANGING, false},
+                {BSG_REASON_UNTRUSTED_METADATA_UUID, false}, {BSG_REASON_ZONED, false},
         };
         for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
                 struct bsg_verdict v = {BSG_SKIP, links[i].reason};

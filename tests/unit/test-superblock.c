@@ -174,6 +174,62 @@ static void known_answers(void)
         CHECK(bsg_uuid_parse("11111111+2222-3333-4444-555555555555", u) == -EINVAL);
 }
 
+/* The identity bits the policy reads (issue 18 case 1): the fsid-change flags (super flags bits 35
+ * and 36, BTRFS_SUPER_FLAG_CHANGING_FSID and _V2 in linux 6.1 btrfs_tree.h) and the METADATA_UUID
+ * incompat feature. */
+static void identity_one(const char *name, const char *image, uint64_t set_flags, bool changing, bool has_mu)
+{
+        static uint8_t img[IMG_SIZE];
+        struct bsg_superblock sb = {0};
+
+        check_case = name;
+        CHECK(load_image(image, img) == IMG_SIZE);
+        uint8_t *s = img + BSG_SUPER_OFFSET;
+        if (set_flags) {
+                uint64_t f;
+                memcpy(&f, s + 0x38, 8);
+                f = htole64(le64toh(f) | set_flags);
+                memcpy(s + 0x38, &f, 8);
+                uint32_t c = htole32(bsg_crc32c(0, s + 32, BSG_SUPER_SIZE - 32));
+                memcpy(s, &c, 4);
+        }
+        CHECK(bsg_superblock_parse(s, BSG_SUPER_SIZE, &sb, NULL) == 0);
+        CHECK(bsg_superblock_fsid_changing(&sb) == changing);
+        CHECK(bsg_superblock_has_metadata_uuid(&sb) == has_mu);
+}
+
+/* bsg_superblock_same_summary(): every field a decision from the inventory used, and only those. */
+static void same_summary(void)
+{
+        static uint8_t img[IMG_SIZE];
+        struct bsg_superblock a = {0}, b;
+
+        check_case = "same-summary";
+        CHECK(load_image("raid-1", img) == IMG_SIZE);
+        CHECK(bsg_superblock_parse(img + BSG_SUPER_OFFSET, BSG_SUPER_SIZE, &a, NULL) == 0);
+        CHECK(bsg_superblock_same_summary(&a, &a));
+        b = a;
+        b.label[0] ^= 1;
+        CHECK(bsg_superblock_same_summary(&a, &b)); /* the label is not a decision's input */
+#define DIFFERS(name, stmt)                                     \
+        do {                                                    \
+                check_case = "same-summary-" name;              \
+                b = a;                                          \
+                stmt;                                           \
+                CHECK(!bsg_superblock_same_summary(&a, &b));    \
+        } while (0)
+        DIFFERS("fsid", b.fsid[3] ^= 1);
+        DIFFERS("metadata-uuid", b.metadata_uuid[0] ^= 1);
+        DIFFERS("dev-uuid", b.dev_uuid[15] ^= 1);
+        DIFFERS("devid", b.devid++);
+        DIFFERS("num-devices", b.num_devices++);
+        DIFFERS("generation", b.generation++);
+        DIFFERS("seed", b.flags |= BSG_SUPER_FLAG_SEEDING);
+        DIFFERS("fsid-changing", b.flags |= BSG_SUPER_FLAG_CHANGING_FSID);
+        DIFFERS("metadata-uuid-feature", b.incompat_flags |= BSG_INCOMPAT_METADATA_UUID);
+#undef DIFFERS
+}
+
 int main(void)
 {
         images_dir = getenv("BSG_IMAGES");
@@ -195,6 +251,13 @@ int main(void)
         };
         for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
                 image_one(&images[i]);
+
+        same_summary();
+        identity_one("identity-plain", "crc32c", 0, false, false);
+        identity_one("identity-metadata-uuid", "metauuid", 0, false, true);
+        identity_one("identity-changing-fsid", "crc32c", 1ULL << 35, true, false);
+        identity_one("identity-changing-fsid-v2", "metauuid", 1ULL << 36, true, true);
+        identity_one("identity-seeding-is-no-change", "crc32c", 1ULL << 32, false, false);
 
         static const uint8_t zero24[24] = {0}; /* bytenr, flags and magic */
         static const uint64_t zero = 0, absurd = 1ULL << 40, bytenr = 65536 * 2;

@@ -220,7 +220,7 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                         *slash = '/';
                 }
         }
-        d->hotpluggable = is_hotpluggable(disk, link, uevent);
+        d->untrusted = is_hotpluggable(disk, link, uevent);
         if (sysfs_read(disk, "diskseq", v, sizeof(v)) > 0)
                 d->diskseq = strtoull(v, NULL, 10);
 
@@ -348,7 +348,7 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                         d->partuuid = strdup(v);
                 v = udev_device_get_property_value(dev, "ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->hotpluggable = true;
+                        d->untrusted = true;
                 udev_device_unref(dev);
         }
 }
@@ -465,7 +465,7 @@ found:
                 }
                 v = getenv("ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->hotpluggable = true;
+                        d->untrusted = true;
         }
         /* the event's name for the device is the one the kernel actions use */
         if (!streq(d->devnode, devnode)) {

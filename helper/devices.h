@@ -21,7 +21,7 @@ struct bsg_dev {
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool partition;  /* DEVTYPE=partition */
-        bool hotpluggable;
+        bool untrusted;
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */

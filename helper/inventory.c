@@ -172,7 +172,7 @@ static void find_active_slot(struct ctx *c)
                 parts[i].devnode = e->devnode;
                 parts[i].partlabel = e->partlabel;
                 parts[i].partuuid = e->partuuid;
-                parts[i].hotpluggable = e->pd.hotpluggable;
+                parts[i].untrusted = e->pd.untrusted;
                 parts[i].disk = e->disk && e->disk[0] ? e->disk : NULL;
                 if (e->pd.state == BSG_DEV_BTRFS) {
                         bsg_uuid_format(e->pd.fsid, uuids[i]);
@@ -346,7 +346,7 @@ static int entries_build(struct ctx *c)
                 e->devnum = d->devnum;
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
-                e->pd.hotpluggable = d->hotpluggable || (rec && rec->hotpluggable);
+                e->pd.untrusted = d->untrusted || (rec && rec->untrusted);
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
@@ -413,7 +413,7 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
-                e->pd.hotpluggable = rec->hotpluggable;
+                e->pd.untrusted = rec->untrusted;
                 e->partlabel = rec->partlabel;
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
@@ -424,9 +424,9 @@ static int entries_build(struct ctx *c)
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 /* a hot-pluggable device never has a slot (issue 10 item 2) */
-                if (!e->pd.hotpluggable && platform_slot(c, e))
+                if (!e->pd.untrusted && platform_slot(c, e))
                         e->has_slot = true;
-                else if (!e->pd.hotpluggable && bsg_slot_from_label(e->partlabel, &c->config, e->slot, e->base) > 0) {
+                else if (!e->pd.untrusted && bsg_slot_from_label(e->partlabel, &c->config, e->slot, e->base) > 0) {
                         e->has_slot = true;
                         e->slot_scheme = "label";
                 }
@@ -459,7 +459,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .devnum = d->devnum,
                 .diskseq = d->diskseq,
                 .size = d->size,
-                .hotpluggable = d->hotpluggable,
+                .untrusted = d->untrusted,
                 .devnode = d->devnode,
                 .partlabel = d->partlabel,
                 .partuuid = d->partuuid,
@@ -540,7 +540,7 @@ static bool record_still_holds(const struct bsg_record *rec, const struct bsg_de
         char disk[PATH_MAX];
 
         if (!record_is_of(rec, d) || rec->kind == BSG_RECORD_UNKNOWN || !streq_ptr(rec->devnode, d->devnode) ||
-            (d->hotpluggable && !rec->hotpluggable) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
+            (d->untrusted && !rec->untrusted) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
             (d->partuuid && !streq_ptr(d->partuuid, rec->partuuid)))
                 return false;
         disk_of(d, disk, sizeof(disk));

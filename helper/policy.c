@@ -66,7 +66,7 @@ bool is_bad_path(const struct bsg_device *d)
 /* Hijack guard: removable media carrying the fsid of a mounted filesystem it is not the source of. */
 bool is_removable_clone_of_mounted(const struct bsg_device *d)
 {
-        return d->hotpluggable && d->fsid_mounted && !d->self_mounted;
+        return d->untrusted && d->fsid_mounted && !d->self_mounted;
 }
 
 bool is_seed_device(const struct bsg_device *d)
@@ -101,7 +101,7 @@ static bool in_use(const struct bsg_device *d)
  * device never shares storage with a fixed one: its serial or WWN is the attacker's to choose. */
 static bool same_storage(const struct bsg_device *a, const struct bsg_device *b)
 {
-        return a->storage_id && b->storage_id && a->hotpluggable == b->hotpluggable &&
+        return a->storage_id && b->storage_id && a->untrusted == b->untrusted &&
                streq(a->storage_id, b->storage_id);
 }
 
@@ -132,14 +132,14 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
         return k != i && same_fs(a, b) && !is_partitioned_disk(b) && !is_same_storage_secondary(devs, n, k) &&
-               !(b->hotpluggable && !a->hotpluggable);
+               !(b->untrusted && !a->untrusted);
 }
 
 /* Fixed storage carries the same fsid. */
 static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]))
+                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].untrusted && !is_partitioned_disk(&devs[k]))
                         return true;
         return false;
 }
@@ -148,7 +148,7 @@ static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
  * before anything is mounted, it is never scanned and never owns a slot or a shared link. */
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
 {
-        return devs[i].hotpluggable && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+        return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
 }
 
 /* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a

@@ -59,7 +59,7 @@ struct bsg_device {
         uint8_t dev_uuid[BSG_UUID_SIZE];
         bool seeding;
         bool slot_active;    /* the device's partition label names the active slot */
-        bool hotpluggable;   /* removable or hot-pluggable media (USB, ...) */
+        bool untrusted;   /* removable or hot-pluggable media (USB, ...) */
         bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */

@@ -280,7 +280,7 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         rec.kind = (enum bsg_record_kind)kind;
         rec.registered = reg;
         rec.seeding = seed;
-        rec.hotpluggable = hot;
+        rec.untrusted = hot;
         if ((r = bsg_field_read(&p, &rec.partlabel)) < 0 || (r = bsg_field_read(&p, &rec.partuuid)) < 0 ||
             (r = bsg_field_read(&p, &rec.storage_id)) < 0 || (r = bsg_field_read(&p, &rec.disk)) < 0 ||
             (r = bsg_field_read(&p, &rec.devnode)) < 0)
@@ -311,7 +311,7 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         bsg_uuid_format(rec->dev_uuid, dev_uuid);
         fprintf(f, "%u:%u %" PRIu64 " %" PRIu64 " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %s %s ",
                 major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind, rec->registered,
-                rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->hotpluggable, fsid, dev_uuid);
+                rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->untrusted, fsid, dev_uuid);
         bsg_field_write(f, rec->partlabel);
         fputc(' ', f);
         bsg_field_write(f, rec->partuuid);
@@ -445,7 +445,7 @@ static void fill_state(FILE *f, const void *data)
 {
         const struct bsg_state *state = data;
         fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered "
-              "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
+              "devid num_devices generation seeding untrusted fsid dev_uuid partlabel partuuid storage_id disk devnode "
               "flags(1 partitioned disk)\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);

@@ -30,7 +30,7 @@ static struct bsg_device to_dev(const struct spec *s)
                 .num_devices = s->num ? s->num : 1,
                 .seeding = s->seed,
                 .slot_active = s->active,
-                .hotpluggable = s->hotplug,
+                .untrusted = s->hotplug,
                 .fsid_mounted = s->fsid_mounted,
                 .self_mounted = s->self_mounted,
                 .path_ok = !s->bad_path,

@@ -130,21 +130,59 @@ static bool is_hotplug_bus(const char *bus)
         return bus && (streq(bus, "usb") || streq(bus, "ieee1394"));
 }
 
-/* Removable or hot-pluggable media: the disk's "removable" flag, a USB/FireWire bus in the device's
- * sysfs path, or ID_BUS where the uevent file carries it. */
-static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char *uevent)
+/* Whether some directory on the way from the device's node up to the root of the sysfs tree has a
+ * "removable" attribute saying "removable": the PCI core marks devices behind an external-facing
+ * port so (Thunderbolt/USB4 tunnels), the USB core a device on a hot-plug port. */
+static bool behind_removable_port(const char *sysfs_link)
+{
+        char path[PATH_MAX], v[32];
+        const char *rel = strstr(sysfs_link, "/devices/");
+
+        if (!rel)
+                return false;
+        if ((size_t)snprintf(path, sizeof(path), "/sys%s", rel) >= sizeof(path))
+                return true; /* fail closed */
+        for (char *slash; (slash = strrchr(path, '/')) && slash > path + strlen("/sys/devices");) {
+                *slash = '\0';
+                char attr[PATH_MAX + 16];
+                snprintf(attr, sizeof(attr), "%s/removable", path);
+                _cleanup_close_ int fd = open(attr, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, v, sizeof(v) - 1);
+                if (n > 0) {
+                        v[n] = '\0';
+                        if (strncmp(v, "removable", 9) == 0)
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* The fallback (no disk named by the boot or the configuration): why DISK (whose device's sysfs
+ * path is SYSFS_LINK) is not taken for fixed storage, or NULL if it is. Every class an attacker can
+ * attach or create at run time is out: the disk's "removable" flag, USB/FireWire (bus in the path,
+ * or ID_BUS where the uevent file has it), SD cards (the mmc driver leaves "removable" at 0; eMMC,
+ * type MMC, is built in), Thunderbolt/USB4 (a "thunderbolt" component, or a port the PCI core marks
+ * removable), and everything under /devices/virtual (loop, nbd, zram, ram, and dm/md, which
+ * is_trusted_storage() trusts only through their slaves). An eSATA port is only caught when the
+ * kernel sets the disk's "removable" flag, which many controllers do not. */
+static const char *fallback_untrusted_why(const char *disk, const char *sysfs_link, const char *uevent)
 {
         char v[16];
 
+        if (strstr(sysfs_link, "/devices/virtual/"))
+                return "virtual device (loop, nbd, zram...)";
         if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')
-                return true;
-        if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))))
-                return true;
-        /* SD cards: the mmc driver leaves "removable" at 0; eMMC (type MMC) is built in */
-        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 &&
-            streq(v, "SD"))
-                return true;
-        return strstr(sysfs_link, "/usb") || strstr(sysfs_link, "/firewire");
+                return "removable media";
+        if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))) || strstr(sysfs_link, "/usb") ||
+            strstr(sysfs_link, "/firewire"))
+                return "USB or FireWire";
+        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 && streq(v, "SD"))
+                return "SD card";
+        if (strstr(sysfs_link, "/thunderbolt") || behind_removable_port(sysfs_link))
+                return "Thunderbolt/USB4 or another hot-plug port";
+        return NULL;
 }
 
 /* Whether another block device is stacked on NAME (dm-multipath, md, dm-crypt...): then it is a
@@ -220,7 +258,6 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                         *slash = '/';
                 }
         }
-        d->untrusted = is_hotpluggable(disk, link, uevent);
         if (sysfs_read(disk, "diskseq", v, sizeof(v)) > 0)
                 d->diskseq = strtoull(v, NULL, 10);
 
@@ -348,7 +385,7 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                         d->partuuid = strdup(v);
                 v = udev_device_get_property_value(dev, "ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->untrusted = true;
+                        d->bus_hotplug = true;
                 udev_device_unref(dev);
         }
 }
@@ -422,6 +459,117 @@ void bsg_devs_add_storage_ids(struct bsg_devs *devs)
         }
 }
 
+/* NAME's device number (sysfs "dev"); 0 if unknown. */
+static dev_t devnum_of_name(const char *name)
+{
+        char v[64];
+        unsigned maj, min;
+
+        if (sysfs_read(name, "dev", v, sizeof(v)) <= 0 || sscanf(v, "%u:%u", &maj, &min) != 2)
+                return 0;
+        return makedev(maj, min);
+}
+
+static bool devnum_named(dev_t devnum, const dev_t *named, size_t n_named)
+{
+        for (size_t i = 0; devnum && i < n_named; i++)
+                if (named[i] == devnum)
+                        return true;
+        return false;
+}
+
+#define TRUST_MAX_DEPTH 8
+
+/* is_trusted_storage() of the block device NAME: *ret_why says why (a static string). */
+static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *named, size_t n_named, int depth,
+                            const char **ret_why)
+{
+        char path[PATH_MAX], link[PATH_MAX], disk[PATH_MAX], uevent[4096], v[16];
+        struct dirent *de;
+        DIR *dir;
+        ssize_t l;
+
+        *ret_why = "not in sysfs";
+        if (depth > TRUST_MAX_DEPTH) {
+                *ret_why = "stacked too deep";
+                return false;
+        }
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", name) >= sizeof(path) ||
+            (l = readlink(path, link, sizeof(link) - 1)) < 0)
+                return false;
+        link[l] = '\0';
+        /* a partition's disk is the directory above it */
+        snprintf(disk, sizeof(disk), "%s", name);
+        if (sysfs_read(name, "partition", v, sizeof(v)) > 0) {
+                char *slash = strrchr(link, '/');
+                if (slash) {
+                        *slash = '\0';
+                        const char *parent = strrchr(link, '/');
+                        snprintf(disk, sizeof(disk), "%s", parent ? parent + 1 : link);
+                        *slash = '/';
+                }
+        }
+        if (devnum_named(devnum_of_name(name), named, n_named) || devnum_named(devnum_of_name(disk), named, n_named)) {
+                *ret_why = "named by trusted_disk=";
+                return true;
+        }
+        /* dm, md: trusted when every slave is (a partition on one: its disk's slaves) */
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", disk) < sizeof(path) &&
+            (dir = opendir(path))) {
+                size_t n_slaves = 0;
+                bool all = true;
+                const char *why = NULL;
+                while (all && (de = readdir(dir))) {
+                        if (de->d_name[0] == '.')
+                                continue;
+                        n_slaves++;
+                        all = trusted_by_name(de->d_name, false, named, n_named, depth + 1, &why);
+                }
+                closedir(dir);
+                if (n_slaves > 0) {
+                        *ret_why = all ? "stacked over trusted storage" : "stacked over untrusted storage";
+                        return all;
+                }
+        }
+        if (bus_hotplug) {
+                *ret_why = "USB or FireWire (ID_BUS)";
+                return false;
+        }
+        if (sysfs_read(name, "uevent", uevent, sizeof(uevent)) < 0)
+                uevent[0] = '\0';
+        const char *why = fallback_untrusted_why(disk, link, uevent);
+        *ret_why = why ? why : "fallback: fixed storage";
+        return !why;
+}
+
+bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why)
+{
+        if (!d->sysname) {
+                *ret_why = "not in sysfs";
+                return false;
+        }
+        return trusted_by_name(d->sysname, d->bus_hotplug, named, n_named, 0, ret_why);
+}
+
+bool bsg_devnum_is_trusted(dev_t devnum, const dev_t *named, size_t n_named, bool *ret_by_config)
+{
+        char link[PATH_MAX];
+        const char *why = NULL, *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        bool trusted = name && trusted_by_name(name, false, named, n_named, 0, &why);
+
+        *ret_by_config = trusted && streq(why, "named by trusted_disk=");
+        return trusted;
+}
+
+void bsg_devs_set_trust(struct bsg_devs *devs, const dev_t *named, size_t n_named)
+{
+        for (size_t i = 0; i < devs->n; i++) {
+                struct bsg_dev *d = &devs->v[i];
+                d->untrusted = !is_trusted_storage(d, named, n_named, &d->trust_why);
+                d->trust_by_config = !d->untrusted && streq(d->trust_why, "named by trusted_disk=");
+        }
+}
+
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)
 {
         struct stat st;
@@ -465,7 +613,7 @@ found:
                 }
                 v = getenv("ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->untrusted = true;
+                        d->bus_hotplug = true;
         }
         /* the event's name for the device is the one the kernel actions use */
         if (!streq(d->devnode, devnode)) {

@@ -106,6 +106,8 @@ struct ctx {
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
+        size_t n_trusted_devnums;
         uint64_t ctx_hash;              /* every input of the decision besides the records (seal.c) */
         uint64_t sys_hash;              /* the device numbers the decision covered */
         bool have_sys_hash;
@@ -119,6 +121,10 @@ struct ctx {
         char errors[512];
         char actions[8192];
 };
+
+/* What trust came from, for `status` and the journal: the disks trusted_disk= names, plus the
+ * fallback (fixed storage minus every class an attacker attaches or creates at run time). */
+void trust_describe(const struct ctx *c, char *buf, size_t size);
 
 /* messages (gate.c) */
 extern bool arg_verbose;

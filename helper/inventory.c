@@ -54,6 +54,30 @@ static void load_config(struct ctx *c)
         bsg_config_parse(text, len, path, &c->config, config_diag, c);
 }
 
+/* The device numbers of the disks trusted_disk= names (a path that is no block device now names
+ * nothing: said in verbose mode), into the seal's hash. */
+static void load_trusted_disks(struct ctx *c)
+{
+        for (size_t i = 0; i < c->config.n_trusted_disks; i++) {
+                struct stat st;
+                if (stat(c->config.trusted_disks[i], &st) < 0 || !S_ISBLK(st.st_mode)) {
+                        log_debug("trusted_disk=%s: no block device, ignoring", c->config.trusted_disks[i]);
+                        continue;
+                }
+                c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
+        }
+        bsg_hash_update(&c->ctx_hash, c->trusted_devnums, c->n_trusted_devnums * sizeof(dev_t));
+}
+
+void trust_describe(const struct ctx *c, char *buf, size_t size)
+{
+        snprintf(buf, size,
+                 "trust: %zu disk(s) named by trusted_disk=, and the fallback: fixed storage (not removable, USB, "
+                 "FireWire, SD card, Thunderbolt/USB4, loop, nbd or another virtual device; dm/md only over trusted "
+                 "storage); the disk that booted is not used to decide trust",
+                 c->n_trusted_devnums);
+}
+
 #define LOADER_DEVICE_PARTUUID "/sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
 /* What of the kernel's state the decision reads, into the seal's hash (gate.h): the command line,
@@ -346,7 +370,10 @@ static int entries_build(struct ctx *c)
                 e->devnum = d->devnum;
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
-                e->pd.untrusted = d->untrusted || (rec && rec->untrusted);
+                /* untrusted now, or learned untrusted by an earlier event (its ID_BUS): the record keeps
+                 * it, so the same stick is untrusted in the next whole-set decision; trusted_disk=
+                 * outranks what the record says */
+                e->pd.untrusted = d->untrusted || (rec && rec->untrusted && !d->trust_by_config);
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
@@ -413,7 +440,11 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
-                e->pd.untrusted = rec->untrusted;
+                /* its trust is this run's (the configuration may have changed since the record was
+                 * made), and what an earlier event learned (ID_BUS) stays unless trusted_disk= names it */
+                bool by_config = false;
+                bool trusted = bsg_devnum_is_trusted(rec->devnum, c->trusted_devnums, c->n_trusted_devnums, &by_config);
+                e->pd.untrusted = !trusted || (rec->untrusted && !by_config);
                 e->partlabel = rec->partlabel;
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
@@ -459,7 +490,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .devnum = d->devnum,
                 .diskseq = d->diskseq,
                 .size = d->size,
-                .untrusted = d->untrusted,
+                .untrusted = e->pd.untrusted,
                 .devnode = d->devnode,
                 .partlabel = d->partlabel,
                 .partuuid = d->partuuid,
@@ -494,8 +525,14 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
 /* An entry taken from its record (an `add` whose entry is current) still brings what its event
  * knows that the record lacks: the partition label and UUID (a `boot` before udev's database
  * existed could not see the UUID, and root=PARTUUID= needs it for the active slot). */
-static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d)
+static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d,
+                                const struct entry *e)
 {
+        /* and what it learned of the device's trust (ID_BUS of its event) */
+        if (rec->untrusted != e->pd.untrusted) {
+                rec->untrusted = e->pd.untrusted;
+                state->changed = true;
+        }
         char **fields[] = {&rec->partlabel, &rec->partuuid};
         const char *now[] = {d->partlabel, d->partuuid};
 
@@ -522,7 +559,7 @@ void record_all(struct ctx *c)
                         continue;
                 struct bsg_record *old = bsg_state_find(&c->state, e->devnum);
                 if (e->from_record) {
-                        if (old && record_refresh_names(&c->state, old, &c->devs.v[e->dev]) < 0)
+                        if (old && record_refresh_names(&c->state, old, &c->devs.v[e->dev], e) < 0)
                                 add_error(c, "out-of-memory");
                         continue;
                 }
@@ -907,6 +944,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         else if (d->parse_result == 0 && d->partition && !d->partlabel)
                 bsg_devs_add_udev_properties(&c->devs, false);
         bsg_devs_add_storage_ids(&c->devs);
+        bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
         d = &c->devs.v[target];
         log_reads(c);
         if (!c->dry_run)
@@ -969,6 +1007,7 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
                  * root= names a partition by PARTUUID, which only the database knows */
                 bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
                 bsg_devs_add_storage_ids(&c->devs);
+                bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
                 log_reads(c);
         }
         if (!c->dry_run && c->verb != VERB_STATUS)
@@ -991,6 +1030,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         int r, lock_fd = -1;
 
         load_config(c);
+        load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
         if (c->verb == VERB_UDEV)

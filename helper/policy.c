@@ -20,6 +20,7 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_INCONSISTENT_COPIES] = "inconsistent-copies",
         [BSG_REASON_PARTITIONED_DISK] = "partitioned-disk",
         [BSG_REASON_SAME_STORAGE] = "same-storage",
+        [BSG_REASON_UNTRUSTED] = "untrusted",
         [BSG_REASON_UNREADABLE] = "unreadable",
         [BSG_REASON_IN_DOUBT] = "in-doubt",
 };
@@ -151,6 +152,13 @@ bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
         return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
 }
 
+/* Not trusted storage: the helper never hands it to the kernel. A filesystem on it is mounted by
+ * naming its devices (mount's device=, or `btrfs device scan DEV` first). */
+bool is_untrusted(const struct bsg_device *d)
+{
+        return d->untrusted;
+}
+
 /* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a
  * devid that maps to two device UUIDs (or one device UUID under two devids). */
 static bool uuid_known(const uint8_t u[BSG_UUID_SIZE])
@@ -233,6 +241,7 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
         case BSG_REASON_INVALID_SUPERBLOCK:
         case BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED:
         case BSG_REASON_REMOVABLE_CLONE:
+        case BSG_REASON_UNTRUSTED:
         case BSG_REASON_INCONSISTENT_COPIES:
         case BSG_REASON_PARTITIONED_DISK:
         case BSG_REASON_SAME_STORAGE:
@@ -270,6 +279,8 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
                 return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED);
         if (is_removable_clone(devs, n, i))
                 return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE);
+        if (is_untrusted(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_UNTRUSTED);
         if (has_inconsistent_copies(devs, n, i)) {
                 if (!d->mounted_member)
                         return VERDICT(BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES);

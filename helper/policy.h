@@ -41,6 +41,7 @@ enum bsg_reason {
         BSG_REASON_UNREADABLE, /* its read failed: what the kernel would read is unknown */
         BSG_REASON_IN_DOUBT, /* unknown device, or a scan while a device of the set is unknown, or no
                               * memory to decide: every doubt ends in skip */
+        BSG_REASON_UNTRUSTED,  /* not trusted storage (is_trusted_storage()): never scanned by the helper */
         _BSG_REASON_MAX,
 };
 
@@ -59,7 +60,8 @@ struct bsg_device {
         uint8_t dev_uuid[BSG_UUID_SIZE];
         bool seeding;
         bool slot_active;    /* the device's partition label names the active slot */
-        bool untrusted;   /* removable or hot-pluggable media (USB, ...) */
+        bool untrusted;   /* not trusted storage (devices.h is_trusted_storage()): never scanned, never a
+                           * slot, never makes a trusted copy a clone */
         bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
@@ -91,6 +93,7 @@ bool is_removable_clone_of_mounted(const struct bsg_device *d);
 bool is_partitioned_disk(const struct bsg_device *d);
 bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i);
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i);
+bool is_untrusted(const struct bsg_device *d);
 bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i);
 bool is_seed_device(const struct bsg_device *d);
 bool is_multi_device(const struct bsg_device *d);

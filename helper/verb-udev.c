@@ -98,6 +98,11 @@ static void log_security_reason(const struct entry *t)
                 log_msg("%s: superblock unreadable and never read before: listed in skip_scan, never scanned",
                         t->devnode);
                 break;
+        case BSG_REASON_UNTRUSTED:
+                log_msg("%s: not trusted storage: listed in skip_scan, never scanned (mount it with device=, or "
+                        "`btrfs device scan` it first)",
+                        t->devnode);
+                break;
         default:
                 break;
         }

@@ -152,11 +152,13 @@ bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
         return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
 }
 
-/* Not trusted storage: the helper never hands it to the kernel. A filesystem on it is mounted by
- * naming its devices (mount's device=, or `btrfs device scan DEV` first). */
+/* Not trusted storage, and not in use: the helper never hands it to the kernel. A filesystem on it is
+ * mounted by naming its devices (mount's device=, or `btrfs device scan DEV` first). One in use (the
+ * root of a system booted from a stick, a stick mounted so) is registered already: the rules below
+ * decide it as before (a copy of internal storage is still a clone). */
 bool is_untrusted(const struct bsg_device *d)
 {
-        return d->untrusted;
+        return d->untrusted && !in_use(d);
 }
 
 /* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a

@@ -39,6 +39,7 @@
 #define SB_DEV_UUID (0xc9 + 0x42)
 #define SB_LABEL 0x12b
 #define STEAMOS_CONFIG "active_slot=A\nslot_suffixes=-A,-B\n"
+#define FIXED_DEVICES "pci0000:00/0000:00:17.0"
 #define FAKE_MAJOR_BASE 4000 /* no host has these: libudev reads the host's /run/udev/data */
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -515,7 +516,10 @@ static void world_add(Fixture *f, const DevSpec *s)
                                    start, "size", "245760", "ro", "0", NULL},
                         (char **)props->pdata);
         } else {
-                g_autofree char *rel = g_strdup_printf("virtual/block/%s", s->node);
+                /* internal storage sits on a PCI controller (the fallback of is_trusted_storage()
+                 * trusts it); removable media stays where it was */
+                g_autofree char *rel = g_strdup_printf(s->removable ? "virtual/block/%s" : FIXED_DEVICES "/block/%s",
+                                                       s->node);
                 syspath = umockdev_testbed_add_devicev(
                         tb, "block", rel, NULL,
                         (char *[]){"dev", dev, "removable", (char *)removable, "size", "2457600", "ro",
@@ -638,7 +642,7 @@ static void world_reset(Fixture *f)
         g_hash_table_remove_all(f->syspaths);
         /* umockdev 0.17.16 leaves the /sys/block, /sys/class/block and /sys/dev/block links behind */
         const char *leftovers[] = {"sys/block", "sys/class/block", "sys/dev/block", "sys/devices/virtual/block",
-                                   NULL};
+                                   "sys/devices/" FIXED_DEVICES "/block", NULL};
         for (int i = 0; leftovers[i]; i++) {
                 g_autofree char *dir = tb_path(leftovers[i]);
                 g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
@@ -739,7 +743,9 @@ static char **helper_env(Fixture *f, const DevSpec *s)
                 env = g_environ_setenv(env, "ACTION", next_action, TRUE);
                 env = g_environ_setenv(env, "SUBSYSTEM", "block", TRUE);
                 /* a removed device: udev still names its (gone) path */
-                g_autofree char *gone = g_strdup_printf("/devices/virtual/block/%s", s->node);
+                g_autofree char *gone = g_strdup_printf(s->removable ? "/devices/virtual/block/%s"
+                                                                     : "/devices/" FIXED_DEVICES "/block/%s",
+                                                        s->node);
                 env = g_environ_setenv(env, "DEVPATH", syspath ? syspath + strlen("/sys") : gone, TRUE);
                 env = g_environ_setenv(env, "SEQNUM", "4242", TRUE);
                 for (guint i = 0; i + 1 < props->len; i += 2)

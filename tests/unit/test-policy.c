@@ -111,7 +111,7 @@ static const struct policy_case policy_cases[] = {
          BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
         /* issue 18: untrusted storage is never scanned by the helper (its mount names its devices) */
         {"usb-mounted-itself", SKIPALL, {{"/dev/usb", 1, .hotplug = true, .fsid_mounted = true, .self_mounted = true}},
-         1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
+         1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
         {"untrusted-multi-device", SKIPALL, {{"/dev/loop1", 1, 1, 2, .hotplug = true}, {"/dev/loop2", 1, 2, 2, .hotplug = true}},
          2, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
@@ -152,7 +152,7 @@ static const struct policy_case policy_cases[] = {
          BSG_SKIP, BSG_REASON_UNTRUSTED},
         {"usb-booted-from-itself", SKIPALL,
          {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true, .self_mounted = true, .member = true}}, 2, 1, BSG_SKIP,
-         BSG_REASON_UNTRUSTED},
+         BSG_REASON_CLONE},
         /* issue 10 item 3: a whole disk with partitions and a stale superblock */
         {"partitioned-disk", SKIPALL, {{"/dev/sda", 1, .partitioned = true}}, 1, 0, BSG_SKIP,
          BSG_REASON_PARTITIONED_DISK},

@@ -23,7 +23,7 @@
 #define BSG_VERSION "0.0"
 #endif
 
-enum verb { VERB_UDEV, VERB_BOOT, VERB_STATUS, VERB_RECONCILE };
+enum verb { VERB_UDEV, VERB_BOOT, VERB_STATUS, VERB_RECONCILE, VERB_TRUST };
 
 enum udev_action { UDEV_ACTION_ADD, UDEV_ACTION_CHANGE, UDEV_ACTION_REMOVE };
 
@@ -150,6 +150,8 @@ int bsg_build_id(const void **ret_id, size_t *ret_len);
  * lock first: *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0
  * or -errno (nothing could be decided). */
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd);
+/* What `trust` needs: the configuration and the device numbers trusted_disk= names. */
+void gather_trust_inputs(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
 
@@ -240,3 +242,4 @@ int run_udev(struct ctx *c);
 int run_boot(struct ctx *c);
 int run_status(struct ctx *c);
 int run_reconcile(struct ctx *c);
+int run_trust(struct ctx *c);

@@ -1024,6 +1024,12 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         return 0;
 }
 
+void gather_trust_inputs(struct ctx *c)
+{
+        load_config(c);
+        load_trusted_disks(c);
+}
+
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
         ssize_t target = -1;

@@ -51,6 +51,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->partuuid);
         free(d->storage_id);
         free(d->disk);
+        free(d->sole_slave);
         free(d->blkid_type);
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
@@ -206,6 +207,31 @@ static bool has_holders(const char *name)
         return held;
 }
 
+/* The one entry of NAME's slaves/ directory into BUF; false if none, several, or too long. */
+static bool sole_slave(const char *name, char *buf, size_t size)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        size_t n = 0;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
+            !(dir = opendir(path)))
+                return false;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.' && n++ == 0 && (size_t)snprintf(buf, size, "%s", de->d_name) >= size)
+                        n = 2;
+        closedir(dir);
+        return n == 1;
+}
+
+bool bsg_devnum_held(dev_t devnum)
+{
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        return name && has_holders(name);
+}
+
 /* Fills D from /sys/class/block/NAME. Returns 1 (a block device with a node), 0 (not one: skip), or
  * -ENOMEM. */
 static int dev_from_sysfs(struct bsg_dev *d, const char *name)
@@ -276,8 +302,31 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read_why = "suspended device-mapper device";
         }
         if (has_holders(name)) {
+                d->held = true;
                 d->skip_read = true;
                 d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
+        }
+        /* a stacked device over exactly one slave (dm-verity, dm-crypt, dm-linear over a partition):
+         * it stands for that partition (its slot) */
+        char slave[256];
+        if (sole_slave(name, slave, sizeof(slave))) {
+                if (!(d->sole_slave = strdup(slave)))
+                        return -ENOMEM;
+                /* its slot is its slave partition's (the kernel's PARTNAME), its disk the slave's */
+                char slave_uevent[4096], slave_link[PATH_MAX];
+                if (!d->partlabel && sysfs_read(slave, "uevent", slave_uevent, sizeof(slave_uevent)) > 0 &&
+                    uevent_value(slave_uevent, "PARTNAME", path, sizeof(path)) && !(d->partlabel = strdup(path)))
+                        return -ENOMEM;
+                snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", slave);
+                ssize_t sl = readlink(path, slave_link, sizeof(slave_link) - 1);
+                if (sl > 0) {
+                        slave_link[sl] = '\0';
+                        char *slash = strrchr(slave_link, '/');
+                        if (sysfs_read(slave, "partition", v, sizeof(v)) > 0 && slash)
+                                *slash = '\0';
+                        if (!(d->disk = strdup(slave_link)))
+                                return -ENOMEM;
+                }
         }
         return 1;
 }
@@ -624,8 +673,10 @@ found:
                 d->devnode = s;
         }
         /* the event names the device: read it even if it would be skipped in a sweep, but never
-         * open a device without media (an empty card reader, a drive's open tray) */
-        d->skip_read = d->skip_read_why && streq(d->skip_read_why, "no media");
+         * open a device without media (an empty card reader, a drive's open tray), and never a
+         * member of a stacked device (the partition under dm-verity: its holder is decided, and a
+         * read here would make it look like a copy of it) */
+        d->skip_read = d->skip_read_why && (streq(d->skip_read_why, "no media") || d->held);
         return (int)(d - devs->v);
 }
 

@@ -28,6 +28,8 @@ struct bsg_dev {
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
+        bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
+        char *sole_slave; /* a dm/md device over exactly one slave: its kernel name; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -102,6 +104,9 @@ int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, co
  * opened), in directory order. *ret_devnums is a new array of *ret_n entries; *ret_hash (if not NULL)
  * is bsg_sysfs_devnums_hash()'s number of the same readdir. Returns 0 or -errno. */
 int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n, uint64_t *ret_hash);
+
+/* Whether DEVNUM has holders (a device known only from its inventory record). */
+bool bsg_devnum_held(dev_t devnum);
 
 /* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
  * directory with a "partition" file), for a device known only from its inventory record. */

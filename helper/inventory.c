@@ -155,7 +155,9 @@ static void disk_of(const struct bsg_dev *d, char *buf, size_t size)
 {
         const char *slash = d->syspath ? strrchr(d->syspath, '/') : NULL;
 
-        if (!d->syspath)
+        if (d->disk && d->sole_slave) /* a stacked device: its slave's disk (devices.c) */
+                snprintf(buf, size, "%s", d->disk);
+        else if (!d->syspath)
                 buf[0] = '\0';
         else if (d->partition && slash)
                 snprintf(buf, size, "%.*s", (int)(slash - d->syspath), d->syspath);
@@ -375,6 +377,7 @@ static int entries_build(struct ctx *c)
                  * outranks what the record says */
                 e->pd.untrusted = d->untrusted || (rec && rec->untrusted && !d->trust_by_config);
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
+                e->pd.held = d->held;
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
                         e->pd.state = BSG_DEV_BTRFS;
@@ -449,6 +452,9 @@ static int entries_build(struct ctx *c)
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
                 entry_from_record(e, rec);
+                /* read before a device was stacked on it: now its holder's */
+                e->pd.held = (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
+                             bsg_devnum_held(rec->devnum);
         }
         if (!c->partial)
                 find_active_slot(c); /* after the labels from the inventory are in */

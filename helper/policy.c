@@ -21,6 +21,7 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_PARTITIONED_DISK] = "partitioned-disk",
         [BSG_REASON_SAME_STORAGE] = "same-storage",
         [BSG_REASON_UNTRUSTED] = "untrusted",
+        [BSG_REASON_HELD] = "held",
         [BSG_REASON_UNREADABLE] = "unreadable",
         [BSG_REASON_IN_DOUBT] = "in-doubt",
 };
@@ -132,7 +133,7 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 {
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
-        return k != i && same_fs(a, b) && !is_partitioned_disk(b) && !is_same_storage_secondary(devs, n, k) &&
+        return k != i && same_fs(a, b) && !is_partitioned_disk(b) && !b->held && !is_same_storage_secondary(devs, n, k) &&
                !(b->untrusted && !a->untrusted);
 }
 
@@ -140,7 +141,8 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].untrusted && !is_partitioned_disk(&devs[k]))
+                if (k != i && same_fs(&devs[i], &devs[k]) && !devs[k].untrusted && !devs[k].held &&
+                    !is_partitioned_disk(&devs[k]))
                         return true;
         return false;
 }
@@ -150,6 +152,14 @@ static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
 {
         return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+}
+
+/* A member of a stacked device (the partition under dm-verity): the same storage as its holder,
+ * never a copy of it and never scanned (the kernel would register the unchecked bytes); the
+ * decision, the slot and the links are the holder's. */
+bool is_held(const struct bsg_device *d)
+{
+        return d->held && !in_use(d);
 }
 
 /* Not trusted storage, and not in use: the helper never hands it to the kernel. A filesystem on it is
@@ -244,6 +254,7 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
         case BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED:
         case BSG_REASON_REMOVABLE_CLONE:
         case BSG_REASON_UNTRUSTED:
+        case BSG_REASON_HELD:
         case BSG_REASON_INCONSISTENT_COPIES:
         case BSG_REASON_PARTITIONED_DISK:
         case BSG_REASON_SAME_STORAGE:
@@ -262,6 +273,9 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         const struct bsg_device *d = &devs[i];
         bool members_only = false;
 
+        /* not read (in every event order alike): the holder is decided, not its member */
+        if (is_held(d))
+                return VERDICT(BSG_IGNORE, BSG_REASON_HELD);
         if (is_in_doubt(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
         if (d->state == BSG_DEV_UNREADABLE)

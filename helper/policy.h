@@ -42,6 +42,8 @@ enum bsg_reason {
         BSG_REASON_IN_DOUBT, /* unknown device, or a scan while a device of the set is unknown, or no
                               * memory to decide: every doubt ends in skip */
         BSG_REASON_UNTRUSTED,  /* not trusted storage (is_trusted_storage()): never scanned by the helper */
+        BSG_REASON_HELD,       /* a member of a stacked device (dm, md): the same storage as its holder,
+                                * never a copy of it; the holder is decided */
         _BSG_REASON_MAX,
 };
 
@@ -67,6 +69,7 @@ struct bsg_device {
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
         bool mounted_member; /* listed in /sys/fs/btrfs/<fsid>/devices/ of a mounted filesystem */
         bool partitioned_disk; /* a whole disk whose partitions are block devices of their own */
+        bool held;             /* another block device is stacked on it (dm-verity, dm-crypt, md...) */
         /* what the bytes are stored on, equal for two names of one storage ("loop:DEV:INO:OFFSET",
          * "wwid:...", "serial:..." plus ":START" for a partition); NULL if unknown */
         const char *storage_id;
@@ -94,6 +97,7 @@ bool is_partitioned_disk(const struct bsg_device *d);
 bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i);
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i);
 bool is_untrusted(const struct bsg_device *d);
+bool is_held(const struct bsg_device *d);
 bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i);
 bool is_seed_device(const struct bsg_device *d);
 bool is_multi_device(const struct bsg_device *d);

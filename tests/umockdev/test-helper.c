@@ -1198,6 +1198,51 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "1");
 }
 
+/* Issue 18 case 10: rootfs-A opened through dm-verity (dm-0 over sdb1), rootfs-B a plain copy. The
+ * partition under the verity device is its holder's: never read as a copy, never scanned, no slot;
+ * dm-0 carries slot A (its slave's partition name) and is the active copy. On dcd3898 sdb1's own
+ * event read it and decided it `skip clone SLOT=A` (with clone_policy=active `scan clone`). */
+static void test_stacked_verity(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+        };
+        static const DevSpec dm = {.node = "dm-0", .image = "rootfs"};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &dm);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "dm-0"), "slaves/sdb1", "");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb1"), "holders/dm-0", "");
+        set_config(f, "slot_suffixes=-A,-B\nclone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        /* coldplug without boot, the member's event first; then every event again */
+        for (int round = 0; round < 2; round++) {
+                run_udev(f, &parts[0], &r, FALSE);
+                assert_kv(&r, "DECISION", "ignore");
+                assert_kv(&r, "REASON", "held");
+                assert_kv(&r, "SLOT", "");
+                g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+                run_clear(&r);
+                run_udev(f, &dm, &r, FALSE);
+                assert_kv(&r, "DECISION", "scan");
+                assert_kv(&r, "SLOT", "A");
+                assert_kv(&r, "SLOT_ACTIVE", "1");
+                run_clear(&r);
+                run_udev(f, &parts[1], &r, FALSE);
+                assert_kv(&r, "DECISION", "skip");
+                assert_kv(&r, "SLOT", "B");
+                assert_kv(&r, "SLOT_ACTIVE", "0");
+                run_clear(&r);
+                next_action = "change";
+        }
+        next_action = "add";
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+        run_boot(f);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+}
+
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
  * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
  * so slot A is active and owns the links; B is demoted. */
@@ -2449,6 +2494,7 @@ int main(int argc, char **argv)
         add("/helper/slot/stable-skip-list", test_slot_stable_skip_list);
         add("/helper/slot/stick-partuuid", test_slot_stick_partuuid);
         add("/helper/trust/classes", test_trust_classes);
+        add("/helper/trust/stacked-verity", test_stacked_verity);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

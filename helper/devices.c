@@ -19,6 +19,7 @@
 #include <libudev.h>
 
 #include "devices.h"
+#include "kernel.h"
 #include "hash.h"
 #include "util.h"
 
@@ -591,8 +592,27 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *nam
         return !why;
 }
 
+/* Whether PATH is one of LIST's ':'-separated entries. */
+static bool path_listed(const char *list, const char *path)
+{
+        size_t l = path ? strlen(path) : 0;
+
+        for (const char *p = list; p && *p && l;) {
+                size_t n = strcspn(p, ":");
+                if (n == l && strncmp(p, path, l) == 0)
+                        return true;
+                p += n + (p[n] == ':');
+        }
+        return false;
+}
+
 bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why)
 {
+        /* the test build's seam (files stand in for disks); the installed helper has none */
+        if (path_listed(bsg_trusted_paths_seam(), d->devnode)) {
+                *ret_why = "named by the test seam";
+                return true;
+        }
         if (!d->sysname) {
                 *ret_why = "not in sysfs";
                 return false;

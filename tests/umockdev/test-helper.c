@@ -1243,6 +1243,35 @@ static void test_stacked_verity(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
 }
 
+/* Issue 18 case 3: an ID_BUS an event taught is kept in the inventory. `boot` saw a disk on a path
+ * that looks fixed; its `add` event says ID_BUS=usb (entry current: not read again). The next whole
+ * set decision (`reconcile`, from the inventory) must still take it for untrusted: never scanned. */
+static void test_trust_id_bus_kept(Fixture *f, gconstpointer data)
+{
+        static const DevSpec stick = {.node = "sdk1", .disk = "sdk", .partn = 1, .image = "seed"};
+        const char *reconcile[] = {"reconcile", NULL};
+        const char *status[] = {"status", NULL};
+        Run r;
+
+        world_add(f, &stick);
+        set_config(f, "");
+        run_boot(f);
+        g_setenv("ID_BUS", "usb", TRUE);
+        run_udev(f, &stick, &r, FALSE);
+        g_unsetenv("ID_BUS");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "REASON", "untrusted");
+        run_clear(&r);
+        kernel_reset();
+        run_helper(f, &r, reconcile);
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("scan", "/dev/sdk1"), ==, 0);
+        run_helper(f, &r, status);
+        g_assert_nonnull(strstr(r.out, "untrusted"));
+        run_clear(&r);
+        assert_skip_scan("/dev/sdk1");
+}
+
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
  * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
  * so slot A is active and owns the links; B is demoted. */
@@ -2495,6 +2524,7 @@ int main(int argc, char **argv)
         add("/helper/slot/stick-partuuid", test_slot_stick_partuuid);
         add("/helper/trust/classes", test_trust_classes);
         add("/helper/trust/stacked-verity", test_stacked_verity);
+        add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

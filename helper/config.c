@@ -141,6 +141,17 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                         if (strlen(value) >= sizeof(config->rauc_system_conf) || (value[0] && value[0] != '/'))
                                 BAD("expected an absolute path (or nothing)");
                         strcpy(dst, value);
+                } else if (streq(key, "trusted_disk")) {
+                        if (value[0] == '\0') {
+                                config->n_trusted_disks = 0;
+                                goto next;
+                        }
+                        if (strncmp(value, "/dev/", 5) != 0 || strlen(value) >= BSG_TRUSTED_DISK_MAX ||
+                            strpbrk(value, " \t"))
+                                BAD("trusted_disk: expected a path under /dev/ of at most 255 bytes");
+                        if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
+                                BAD("trusted_disk: more than 16 disks");
+                        strcpy(config->trusted_disks[config->n_trusted_disks++], value);
                 } else
                         BAD("unknown key");
         next:;

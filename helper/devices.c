@@ -19,6 +19,7 @@
 #include <libudev.h>
 
 #include "devices.h"
+#include "kernel.h"
 #include "hash.h"
 #include "util.h"
 
@@ -51,6 +52,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->partuuid);
         free(d->storage_id);
         free(d->disk);
+        free(d->sole_slave);
         free(d->blkid_type);
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
@@ -131,21 +133,59 @@ static bool is_hotplug_bus(const char *bus)
         return bus && (streq(bus, "usb") || streq(bus, "ieee1394"));
 }
 
-/* Removable or hot-pluggable media: the disk's "removable" flag, a USB/FireWire bus in the device's
- * sysfs path, or ID_BUS where the uevent file carries it. */
-static bool is_hotpluggable(const char *disk, const char *sysfs_link, const char *uevent)
+/* Whether some directory on the way from the device's node up to the root of the sysfs tree has a
+ * "removable" attribute saying "removable": the PCI core marks devices behind an external-facing
+ * port so (Thunderbolt/USB4 tunnels), the USB core a device on a hot-plug port. */
+static bool behind_removable_port(const char *sysfs_link)
+{
+        char path[PATH_MAX], v[32];
+        const char *rel = strstr(sysfs_link, "/devices/");
+
+        if (!rel)
+                return false;
+        if ((size_t)snprintf(path, sizeof(path), "/sys%s", rel) >= sizeof(path))
+                return true; /* fail closed */
+        for (char *slash; (slash = strrchr(path, '/')) && slash > path + strlen("/sys/devices");) {
+                *slash = '\0';
+                char attr[PATH_MAX + 16];
+                snprintf(attr, sizeof(attr), "%s/removable", path);
+                _cleanup_close_ int fd = open(attr, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, v, sizeof(v) - 1);
+                if (n > 0) {
+                        v[n] = '\0';
+                        if (strncmp(v, "removable", 9) == 0)
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* The fallback (no disk named by the boot or the configuration): why DISK (whose device's sysfs
+ * path is SYSFS_LINK) is not taken for fixed storage, or NULL if it is. Every class an attacker can
+ * attach or create at run time is out: the disk's "removable" flag, USB/FireWire (bus in the path,
+ * or ID_BUS where the uevent file has it), SD cards (the mmc driver leaves "removable" at 0; eMMC,
+ * type MMC, is built in), Thunderbolt/USB4 (a "thunderbolt" component, or a port the PCI core marks
+ * removable), and everything under /devices/virtual (loop, nbd, zram, ram, and dm/md, which
+ * is_trusted_storage() trusts only through their slaves). An eSATA port is only caught when the
+ * kernel sets the disk's "removable" flag, which many controllers do not. */
+static const char *fallback_untrusted_why(const char *disk, const char *sysfs_link, const char *uevent)
 {
         char v[16];
 
+        if (strstr(sysfs_link, "/devices/virtual/"))
+                return "virtual device (loop, nbd, zram...)";
         if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')
-                return true;
-        if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))))
-                return true;
-        /* SD cards: the mmc driver leaves "removable" at 0; eMMC (type MMC) is built in */
-        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 &&
-            streq(v, "SD"))
-                return true;
-        return strstr(sysfs_link, "/usb") || strstr(sysfs_link, "/firewire");
+                return "removable media";
+        if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))) || strstr(sysfs_link, "/usb") ||
+            strstr(sysfs_link, "/firewire"))
+                return "USB or FireWire";
+        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 && streq(v, "SD"))
+                return "SD card";
+        if (strstr(sysfs_link, "/thunderbolt") || behind_removable_port(sysfs_link))
+                return "Thunderbolt/USB4 or another hot-plug port";
+        return NULL;
 }
 
 /* Whether another block device is stacked on NAME (dm-multipath, md, dm-crypt...): then it is a
@@ -167,6 +207,31 @@ static bool has_holders(const char *name)
                 held = de->d_name[0] != '.';
         closedir(dir);
         return held;
+}
+
+/* The one entry of NAME's slaves/ directory into BUF; false if none, several, or too long. */
+static bool sole_slave(const char *name, char *buf, size_t size)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        size_t n = 0;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
+            !(dir = opendir(path)))
+                return false;
+        while ((de = readdir(dir)))
+                if (de->d_name[0] != '.' && n++ == 0 && (size_t)snprintf(buf, size, "%s", de->d_name) >= size)
+                        n = 2;
+        closedir(dir);
+        return n == 1;
+}
+
+bool bsg_devnum_held(dev_t devnum)
+{
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        return name && has_holders(name);
 }
 
 /* Fills D from /sys/class/block/NAME. Returns 1 (a block device with a node), 0 (not one: skip), or
@@ -224,7 +289,6 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                         *slash = '/';
                 }
         }
-        d->hotpluggable = is_hotpluggable(disk, link, uevent);
         /* a zoned device (host-aware, host-managed): the kernel reads its superblock from the log
          * zones, not at 64 KiB (issue 18 case 6) */
         if (sysfs_read(disk, "queue/zoned", v, sizeof(v)) > 0 && !streq(v, "none"))
@@ -247,8 +311,31 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read_why = "suspended device-mapper device";
         }
         if (has_holders(name)) {
+                d->held = true;
                 d->skip_read = true;
                 d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
+        }
+        /* a stacked device over exactly one slave (dm-verity, dm-crypt, dm-linear over a partition):
+         * it stands for that partition (its slot) */
+        char slave[256];
+        if (sole_slave(name, slave, sizeof(slave))) {
+                if (!(d->sole_slave = strdup(slave)))
+                        return -ENOMEM;
+                /* its slot is its slave partition's (the kernel's PARTNAME), its disk the slave's */
+                char slave_uevent[4096], slave_link[PATH_MAX];
+                if (!d->partlabel && sysfs_read(slave, "uevent", slave_uevent, sizeof(slave_uevent)) > 0 &&
+                    uevent_value(slave_uevent, "PARTNAME", path, sizeof(path)) && !(d->partlabel = strdup(path)))
+                        return -ENOMEM;
+                snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", slave);
+                ssize_t sl = readlink(path, slave_link, sizeof(slave_link) - 1);
+                if (sl > 0) {
+                        slave_link[sl] = '\0';
+                        char *slash = strrchr(slave_link, '/');
+                        if (sysfs_read(slave, "partition", v, sizeof(v)) > 0 && slash)
+                                *slash = '\0';
+                        if (!(d->disk = strdup(slave_link)))
+                                return -ENOMEM;
+                }
         }
         return 1;
 }
@@ -358,7 +445,7 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                         d->partuuid = strdup(v);
                 v = udev_device_get_property_value(dev, "ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->hotpluggable = true;
+                        d->bus_hotplug = true;
                 udev_device_unref(dev);
         }
 }
@@ -432,6 +519,136 @@ void bsg_devs_add_storage_ids(struct bsg_devs *devs)
         }
 }
 
+/* NAME's device number (sysfs "dev"); 0 if unknown. */
+static dev_t devnum_of_name(const char *name)
+{
+        char v[64];
+        unsigned maj, min;
+
+        if (sysfs_read(name, "dev", v, sizeof(v)) <= 0 || sscanf(v, "%u:%u", &maj, &min) != 2)
+                return 0;
+        return makedev(maj, min);
+}
+
+static bool devnum_named(dev_t devnum, const dev_t *named, size_t n_named)
+{
+        for (size_t i = 0; devnum && i < n_named; i++)
+                if (named[i] == devnum)
+                        return true;
+        return false;
+}
+
+#define TRUST_MAX_DEPTH 8
+
+/* is_trusted_storage() of the block device NAME: *ret_why says why (a static string). */
+static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *named, size_t n_named, int depth,
+                            const char **ret_why)
+{
+        char path[PATH_MAX], link[PATH_MAX], disk[PATH_MAX], uevent[4096], v[16];
+        struct dirent *de;
+        DIR *dir;
+        ssize_t l;
+
+        *ret_why = "not in sysfs";
+        if (depth > TRUST_MAX_DEPTH) {
+                *ret_why = "stacked too deep";
+                return false;
+        }
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", name) >= sizeof(path) ||
+            (l = readlink(path, link, sizeof(link) - 1)) < 0)
+                return false;
+        link[l] = '\0';
+        /* a partition's disk is the directory above it */
+        snprintf(disk, sizeof(disk), "%s", name);
+        if (sysfs_read(name, "partition", v, sizeof(v)) > 0) {
+                char *slash = strrchr(link, '/');
+                if (slash) {
+                        *slash = '\0';
+                        const char *parent = strrchr(link, '/');
+                        snprintf(disk, sizeof(disk), "%s", parent ? parent + 1 : link);
+                        *slash = '/';
+                }
+        }
+        if (devnum_named(devnum_of_name(name), named, n_named) || devnum_named(devnum_of_name(disk), named, n_named)) {
+                *ret_why = "named by trusted_disk=";
+                return true;
+        }
+        /* dm, md: trusted when every slave is (a partition on one: its disk's slaves) */
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", disk) < sizeof(path) &&
+            (dir = opendir(path))) {
+                size_t n_slaves = 0;
+                bool all = true;
+                const char *why = NULL;
+                while (all && (de = readdir(dir))) {
+                        if (de->d_name[0] == '.')
+                                continue;
+                        n_slaves++;
+                        all = trusted_by_name(de->d_name, false, named, n_named, depth + 1, &why);
+                }
+                closedir(dir);
+                if (n_slaves > 0) {
+                        *ret_why = all ? "stacked over trusted storage" : "stacked over untrusted storage";
+                        return all;
+                }
+        }
+        if (bus_hotplug) {
+                *ret_why = "USB or FireWire (ID_BUS)";
+                return false;
+        }
+        if (sysfs_read(name, "uevent", uevent, sizeof(uevent)) < 0)
+                uevent[0] = '\0';
+        const char *why = fallback_untrusted_why(disk, link, uevent);
+        *ret_why = why ? why : "fallback: fixed storage";
+        return !why;
+}
+
+/* Whether PATH is one of LIST's ':'-separated entries. */
+static bool path_listed(const char *list, const char *path)
+{
+        size_t l = path ? strlen(path) : 0;
+
+        for (const char *p = list; p && *p && l;) {
+                size_t n = strcspn(p, ":");
+                if (n == l && strncmp(p, path, l) == 0)
+                        return true;
+                p += n + (p[n] == ':');
+        }
+        return false;
+}
+
+bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why)
+{
+        /* the test build's seam (files stand in for disks); the installed helper has none */
+        if (path_listed(bsg_trusted_paths_seam(), d->devnode)) {
+                *ret_why = "named by the test seam";
+                return true;
+        }
+        if (!d->sysname) {
+                *ret_why = "not in sysfs";
+                return false;
+        }
+        return trusted_by_name(d->sysname, d->bus_hotplug, named, n_named, 0, ret_why);
+}
+
+bool bsg_devnum_is_trusted(dev_t devnum, const dev_t *named, size_t n_named, bool *ret_by_config)
+{
+        char link[PATH_MAX];
+        const char *why = NULL, *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        bool trusted = name && trusted_by_name(name, false, named, n_named, 0, &why);
+
+        *ret_by_config = trusted && streq(why, "named by trusted_disk=");
+        return trusted;
+}
+
+void bsg_devs_set_trust(struct bsg_devs *devs, const dev_t *named, size_t n_named)
+{
+        for (size_t i = 0; i < devs->n; i++) {
+                struct bsg_dev *d = &devs->v[i];
+                d->untrusted = !is_trusted_storage(d, named, n_named, &d->trust_why);
+                d->trust_by_config = !d->untrusted && streq(d->trust_why, "named by trusted_disk=");
+        }
+}
+
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)
 {
         struct stat st;
@@ -478,7 +695,7 @@ found:
                 }
                 v = getenv("ID_BUS");
                 if (is_hotplug_bus(v))
-                        d->hotpluggable = true;
+                        d->bus_hotplug = true;
         }
         /* the event's name for the device is the one the kernel actions use */
         if (!streq(d->devnode, devnode)) {
@@ -489,8 +706,10 @@ found:
                 d->devnode = s;
         }
         /* the event names the device: read it even if it would be skipped in a sweep, but never
-         * open a device without media (an empty card reader, a drive's open tray) */
-        d->skip_read = d->skip_read_why && streq(d->skip_read_why, "no media");
+         * open a device without media (an empty card reader, a drive's open tray), and never a
+         * member of a stacked device (the partition under dm-verity: its holder is decided, and a
+         * read here would make it look like a copy of it) */
+        d->skip_read = d->skip_read_why && (streq(d->skip_read_why, "no media") || d->held);
         return (int)(d - devs->v);
 }
 

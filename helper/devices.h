@@ -21,11 +21,16 @@ struct bsg_dev {
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool partition;  /* DEVTYPE=partition */
-        bool hotpluggable;
+        bool untrusted;  /* !is_trusted_storage(), set by bsg_devs_set_trust() */
+        bool trust_by_config; /* trusted because trusted_disk= names it (or its disk, or its slaves') */
+        const char *trust_why; /* why it is (un)trusted, a static string; NULL before bsg_devs_set_trust() */
+        bool bus_hotplug; /* ID_BUS=usb/ieee1394 from the udev database or the event's environment */
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
         bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
+        bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
+        char *sole_slave; /* a dm/md device over exactly one slave: its kernel name; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -62,6 +67,20 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
  * get equal ids (issue 10 item 8). */
 void bsg_devs_add_storage_ids(struct bsg_devs *devs);
 
+/* The one trust predicate (issue 18): whether D is trusted storage. Trusted: a disk NAMED (device
+ * numbers of trusted_disk=; a named disk's partitions too), a stacked device (dm, md) whose every
+ * slave is trusted, and, as the fallback, fixed storage: not removable, USB, FireWire, SD card,
+ * Thunderbolt/USB4, and not under /devices/virtual (loop, nbd...). A device sysfs does not show is
+ * untrusted. *RET_WHY says why (a static string). Reads sysfs. */
+bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why);
+
+/* is_trusted_storage() of a device known by its number only (an inventory record): false if sysfs
+ * has no such device. *RET_BY_CONFIG: trusted because trusted_disk= names it. */
+bool bsg_devnum_is_trusted(dev_t devnum, const dev_t *named, size_t n_named, bool *ret_by_config);
+
+/* Sets untrusted, trust_by_config and trust_why of every device (after the udev properties: ID_BUS). */
+void bsg_devs_set_trust(struct bsg_devs *devs, const dev_t *named, size_t n_named);
+
 /* Finds DEVNODE's entry (by device number, then by name); adds one (from stat() and the udev
  * environment) if enumeration did not list it. Returns its index or -errno. */
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode);
@@ -88,6 +107,9 @@ int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, co
  * opened), in directory order. *ret_devnums is a new array of *ret_n entries; *ret_hash (if not NULL)
  * is bsg_sysfs_devnums_hash()'s number of the same readdir. Returns 0 or -errno. */
 int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n, uint64_t *ret_hash);
+
+/* Whether DEVNUM has holders (a device known only from its inventory record). */
+bool bsg_devnum_held(dev_t devnum);
 
 /* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
  * directory with a "partition" file), for a device known only from its inventory record. */

@@ -23,7 +23,7 @@
 #define BSG_VERSION "0.0"
 #endif
 
-enum verb { VERB_UDEV, VERB_BOOT, VERB_STATUS, VERB_RECONCILE };
+enum verb { VERB_UDEV, VERB_BOOT, VERB_STATUS, VERB_RECONCILE, VERB_TRUST };
 
 enum udev_action { UDEV_ACTION_ADD, UDEV_ACTION_CHANGE, UDEV_ACTION_REMOVE };
 
@@ -108,6 +108,8 @@ struct ctx {
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
+        size_t n_trusted_devnums;
         uint64_t ctx_hash;              /* every input of the decision besides the records (seal.c) */
         uint64_t sys_hash;              /* the device numbers the decision covered */
         bool have_sys_hash;
@@ -121,6 +123,10 @@ struct ctx {
         char errors[512];
         char actions[8192];
 };
+
+/* What trust came from, for `status` and the journal: the disks trusted_disk= names, plus the
+ * fallback (fixed storage minus every class an attacker attaches or creates at run time). */
+void trust_describe(const struct ctx *c, char *buf, size_t size);
 
 /* messages (gate.c) */
 extern bool arg_verbose;
@@ -146,6 +152,8 @@ int bsg_build_id(const void **ret_id, size_t *ret_len);
  * lock first: *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0
  * or -errno (nothing could be decided). */
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd);
+/* What `trust` needs: the configuration and the device numbers trusted_disk= names. */
+void gather_trust_inputs(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
 
@@ -236,3 +244,4 @@ int run_udev(struct ctx *c);
 int run_boot(struct ctx *c);
 int run_status(struct ctx *c);
 int run_reconcile(struct ctx *c);
+int run_trust(struct ctx *c);

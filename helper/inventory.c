@@ -54,6 +54,30 @@ static void load_config(struct ctx *c)
         bsg_config_parse(text, len, path, &c->config, config_diag, c);
 }
 
+/* The device numbers of the disks trusted_disk= names (a path that is no block device now names
+ * nothing: said in verbose mode), into the seal's hash. */
+static void load_trusted_disks(struct ctx *c)
+{
+        for (size_t i = 0; i < c->config.n_trusted_disks; i++) {
+                struct stat st;
+                if (stat(c->config.trusted_disks[i], &st) < 0 || !S_ISBLK(st.st_mode)) {
+                        log_debug("trusted_disk=%s: no block device, ignoring", c->config.trusted_disks[i]);
+                        continue;
+                }
+                c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
+        }
+        bsg_hash_update(&c->ctx_hash, c->trusted_devnums, c->n_trusted_devnums * sizeof(dev_t));
+}
+
+void trust_describe(const struct ctx *c, char *buf, size_t size)
+{
+        snprintf(buf, size,
+                 "trust: %zu disk(s) named by trusted_disk=, and the fallback: fixed storage (not removable, USB, "
+                 "FireWire, SD card, Thunderbolt/USB4, loop, nbd or another virtual device; dm/md only over trusted "
+                 "storage); the disk that booted is not used to decide trust",
+                 c->n_trusted_devnums);
+}
+
 #define LOADER_DEVICE_PARTUUID "/sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
 /* What of the kernel's state the decision reads, into the seal's hash (gate.h): the command line,
@@ -131,7 +155,9 @@ static void disk_of(const struct bsg_dev *d, char *buf, size_t size)
 {
         const char *slash = d->syspath ? strrchr(d->syspath, '/') : NULL;
 
-        if (!d->syspath)
+        if (d->disk && d->sole_slave) /* a stacked device: its slave's disk (devices.c) */
+                snprintf(buf, size, "%s", d->disk);
+        else if (!d->syspath)
                 buf[0] = '\0';
         else if (d->partition && slash)
                 snprintf(buf, size, "%.*s", (int)(slash - d->syspath), d->syspath);
@@ -172,7 +198,7 @@ static void find_active_slot(struct ctx *c)
                 parts[i].devnode = e->devnode;
                 parts[i].partlabel = e->partlabel;
                 parts[i].partuuid = e->partuuid;
-                parts[i].hotpluggable = e->pd.hotpluggable;
+                parts[i].untrusted = e->pd.untrusted;
                 parts[i].disk = e->disk && e->disk[0] ? e->disk : NULL;
                 if (e->pd.state == BSG_DEV_BTRFS) {
                         bsg_uuid_format(e->pd.fsid, uuids[i]);
@@ -363,9 +389,13 @@ static int entries_build(struct ctx *c)
                 e->devnum = d->devnum;
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
-                e->pd.hotpluggable = d->hotpluggable || (rec && rec->hotpluggable);
+                /* untrusted now, or learned untrusted by an earlier event (its ID_BUS): the record keeps
+                 * it, so the same stick is untrusted in the next whole-set decision; trusted_disk=
+                 * outranks what the record says */
+                e->pd.untrusted = d->untrusted || (rec && rec->untrusted && !d->trust_by_config);
                 e->pd.zoned = d->zoned;
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
+                e->pd.held = d->held;
                 e->unanswered = !d->skip_read && d->read_result < 0 && d->read_result != -ENODATA;
                 if (d->parse_result == 0) {
                         e->pd.state = BSG_DEV_BTRFS;
@@ -431,20 +461,27 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
-                e->pd.hotpluggable = rec->hotpluggable;
+                /* its trust is this run's (the configuration may have changed since the record was
+                 * made), and what an earlier event learned (ID_BUS) stays unless trusted_disk= names it */
+                bool by_config = false;
+                bool trusted = bsg_devnum_is_trusted(rec->devnum, c->trusted_devnums, c->n_trusted_devnums, &by_config);
+                e->pd.untrusted = !trusted || (rec->untrusted && !by_config);
                 e->partlabel = rec->partlabel;
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
                 entry_from_record(e, rec);
+                /* read before a device was stacked on it: now its holder's */
+                e->pd.held = (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
+                             bsg_devnum_held(rec->devnum);
         }
         if (!c->partial)
                 find_active_slot(c); /* after the labels from the inventory are in */
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 /* a hot-pluggable device never has a slot (issue 10 item 2) */
-                if (!e->pd.hotpluggable && platform_slot(c, e))
+                if (!e->pd.untrusted && platform_slot(c, e))
                         e->has_slot = true;
-                else if (!e->pd.hotpluggable && bsg_slot_from_label(e->partlabel, &c->config, e->slot, e->base) > 0) {
+                else if (!e->pd.untrusted && bsg_slot_from_label(e->partlabel, &c->config, e->slot, e->base) > 0) {
                         e->has_slot = true;
                         e->slot_scheme = "label";
                 }
@@ -478,7 +515,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .devnum = d->devnum,
                 .diskseq = d->diskseq,
                 .size = d->size,
-                .hotpluggable = d->hotpluggable,
+                .untrusted = e->pd.untrusted,
                 .devnode = d->devnode,
                 .partlabel = d->partlabel,
                 .partuuid = d->partuuid,
@@ -518,8 +555,14 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
 /* An entry taken from its record (an `add` whose entry is current) still brings what its event
  * knows that the record lacks: the partition label and UUID (a `boot` before udev's database
  * existed could not see the UUID, and root=PARTUUID= needs it for the active slot). */
-static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d)
+static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d,
+                                const struct entry *e)
 {
+        /* and what it learned of the device's trust (ID_BUS of its event) */
+        if (rec->untrusted != e->pd.untrusted) {
+                rec->untrusted = e->pd.untrusted;
+                state->changed = true;
+        }
         char **fields[] = {&rec->partlabel, &rec->partuuid};
         const char *now[] = {d->partlabel, d->partuuid};
 
@@ -546,7 +589,7 @@ void record_all(struct ctx *c)
                         continue;
                 struct bsg_record *old = bsg_state_find(&c->state, e->devnum);
                 if (e->from_record) {
-                        if (old && record_refresh_names(&c->state, old, &c->devs.v[e->dev]) < 0)
+                        if (old && record_refresh_names(&c->state, old, &c->devs.v[e->dev], e) < 0)
                                 add_error(c, "out-of-memory");
                         continue;
                 }
@@ -565,7 +608,7 @@ static bool record_still_holds(const struct bsg_record *rec, const struct bsg_de
         char disk[PATH_MAX];
 
         if (!record_is_of(rec, d) || rec->kind == BSG_RECORD_UNKNOWN || !streq_ptr(rec->devnode, d->devnode) ||
-            (d->hotpluggable && !rec->hotpluggable) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
+            (d->untrusted && !rec->untrusted) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
             (d->partuuid && !streq_ptr(d->partuuid, rec->partuuid)))
                 return false;
         disk_of(d, disk, sizeof(disk));
@@ -932,6 +975,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         else if (d->parse_result == 0 && d->partition && !d->partlabel)
                 bsg_devs_add_udev_properties(&c->devs, false);
         bsg_devs_add_storage_ids(&c->devs);
+        bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
         d = &c->devs.v[target];
         log_reads(c);
         if (!c->dry_run)
@@ -1001,6 +1045,7 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
                  * root= names a partition by PARTUUID, which only the database knows */
                 bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
                 bsg_devs_add_storage_ids(&c->devs);
+                bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
                 log_reads(c);
         }
         if (!c->dry_run && c->verb != VERB_STATUS)
@@ -1017,12 +1062,19 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         return 0;
 }
 
+void gather_trust_inputs(struct ctx *c)
+{
+        load_config(c);
+        load_trusted_disks(c);
+}
+
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
         ssize_t target = -1;
         int r, lock_fd = -1;
 
         load_config(c);
+        load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
         if (c->verb == VERB_UDEV)

@@ -30,6 +30,7 @@ static void help(void)
         printf("Usage: btrfs-scan-gate [OPTIONS] udev DEVNODE\n"
                "       btrfs-scan-gate [OPTIONS] boot [--write-modprobe FILE] [--print-cmdline]\n"
                "       btrfs-scan-gate [OPTIONS] reconcile\n"
+               "       btrfs-scan-gate [OPTIONS] trust DEVNODE\n"
                "       btrfs-scan-gate [OPTIONS] status [--json]\n"
                "       btrfs-scan-gate --help | --version\n"
                "\n"
@@ -46,6 +47,7 @@ static void help(void)
                "                 (/sys/module/btrfs/parameters/skip_scan) and scan what may be scanned\n"
                "  reconcile      read nothing; re-decide the inventory and bring the kernel to that state\n"
                "                 (for updaters and timers: makes good what an earlier event lost)\n"
+               "  trust          (from the rules, for a device without btrfs) whether it is trusted storage\n"
                "  status         every btrfs device, its decision and reason, the kernel's capabilities\n"
                "\n"
                "Options (before the command's operands; DEVNODE ends them):\n"
@@ -174,6 +176,8 @@ int main(int argc, char **argv)
                 c.verb = VERB_STATUS;
         else if (streq(verb, "reconcile"))
                 c.verb = VERB_RECONCILE;
+        else if (streq(verb, "trust"))
+                c.verb = VERB_TRUST;
         else {
                 log_msg("unknown command '%s'; see --help", verb);
                 return 2;
@@ -185,9 +189,9 @@ int main(int argc, char **argv)
         r = parse_options(sub_argc, sub_argv, &c);
         if (r <= 0)
                 return r < 0 ? 2 : 0;
-        if (c.verb == VERB_UDEV) {
+        if (c.verb == VERB_UDEV || c.verb == VERB_TRUST) {
                 if (optind != sub_argc - 1) {
-                        log_msg("udev: expected exactly one DEVNODE, and no option after it");
+                        log_msg("%s: expected exactly one DEVNODE, and no option after it", verb);
                         return 2;
                 }
                 c.devnode = sub_argv[optind];
@@ -214,6 +218,9 @@ int main(int argc, char **argv)
                 break;
         case VERB_RECONCILE:
                 ret = run_reconcile(&c);
+                break;
+        case VERB_TRUST:
+                ret = run_trust(&c);
                 break;
         default:
                 ret = run_status(&c);

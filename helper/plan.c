@@ -34,15 +34,20 @@ void plan_decide(struct entry *e, size_t n, enum bsg_clone_policy clone_policy)
 int plan_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret_dropped)
 {
         _cleanup_free_ const char **paths = calloc(n + 1, sizeof(char *));
+        _cleanup_free_ bool *trusted = calloc(n + 1, sizeof(bool));
         size_t m = 0, rejected = 0, dropped = 0;
         int r;
 
-        if (!paths)
+        if (!paths || !trusted)
                 return -ENOMEM;
+        /* trusted storage's entries (the clones of the slots) first: a card with hundreds of
+         * partitions must not push them off a list cut at 4095 bytes */
         for (size_t i = 0; i < n; i++)
-                if (e[i].v.decision == BSG_SKIP && e[i].pd.path_ok)
+                if (e[i].v.decision == BSG_SKIP && e[i].pd.path_ok) {
+                        trusted[m] = !e[i].pd.untrusted;
                         paths[m++] = e[i].devnode;
-        r = bsg_skiplist_format(paths, m, ret_list, &rejected, &dropped);
+                }
+        r = bsg_skiplist_format_ranked(paths, trusted, m, ret_list, &rejected, &dropped);
         if (ret_dropped)
                 *ret_dropped = dropped;
         return r;
@@ -52,10 +57,11 @@ int plan_stable_skip_list(const struct entry *e, size_t n, char **ret_list, size
 {
         _cleanup_free_ const char **entries = calloc(n + 1, sizeof(char *));
         _cleanup_free_ char **owned = calloc(n + 1, sizeof(char *));
+        _cleanup_free_ bool *trusted = calloc(n + 1, sizeof(bool));
         size_t m = 0, k = 0, dropped = 0;
         int r = 0;
 
-        if (!entries || !owned)
+        if (!entries || !owned || !trusted)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 if (e[i].v.decision != BSG_SKIP)
@@ -70,6 +76,7 @@ int plan_stable_skip_list(const struct entry *e, size_t n, char **ret_list, size
                         r = -ENOMEM;
                         break;
                 }
+                trusted[m] = !e[i].pd.untrusted;
                 if (s && bsg_skiplist_entry_ok(s))
                         entries[m++] = owned[k++] = s;
                 else {
@@ -79,7 +86,7 @@ int plan_stable_skip_list(const struct entry *e, size_t n, char **ret_list, size
                 }
         }
         if (r >= 0)
-                r = bsg_skiplist_format(entries, m, ret_list, NULL, &dropped);
+                r = bsg_skiplist_format_ranked(entries, trusted, m, ret_list, NULL, &dropped);
         for (size_t i = 0; i < k; i++)
                 free(owned[i]);
         if (ret_dropped)

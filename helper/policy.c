@@ -20,6 +20,8 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_INCONSISTENT_COPIES] = "inconsistent-copies",
         [BSG_REASON_PARTITIONED_DISK] = "partitioned-disk",
         [BSG_REASON_SAME_STORAGE] = "same-storage",
+        [BSG_REASON_UNTRUSTED] = "untrusted",
+        [BSG_REASON_HELD] = "held",
         [BSG_REASON_UNREADABLE] = "unreadable",
         [BSG_REASON_IN_DOUBT] = "in-doubt",
         [BSG_REASON_FSID_CHANGING] = "fsid-changing",
@@ -69,7 +71,7 @@ bool is_bad_path(const struct bsg_device *d)
 /* Hijack guard: removable media carrying the fsid of a mounted filesystem it is not the source of. */
 bool is_removable_clone_of_mounted(const struct bsg_device *d)
 {
-        return d->hotpluggable && d->fsid_mounted && !d->self_mounted;
+        return d->untrusted && d->fsid_mounted && !d->self_mounted;
 }
 
 bool is_seed_device(const struct bsg_device *d)
@@ -110,7 +112,7 @@ bool is_fsid_changing(const struct bsg_device *d)
  * (A system booted from such a stick has it mounted: the kernel holds it already.) */
 bool is_untrusted_metadata_uuid(const struct bsg_device *d)
 {
-        return d->hotpluggable && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
+        return d->untrusted && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
 }
 
 /* The UUIDs the kernel may match a device by: its fsid and, with the feature, its metadata_uuid. */
@@ -140,7 +142,7 @@ static bool in_use(const struct bsg_device *d)
  * device never shares storage with a fixed one: its serial or WWN is the attacker's to choose. */
 static bool same_storage(const struct bsg_device *a, const struct bsg_device *b)
 {
-        return a->storage_id && b->storage_id && a->hotpluggable == b->hotpluggable &&
+        return a->storage_id && b->storage_id && a->untrusted == b->untrusted &&
                streq(a->storage_id, b->storage_id);
 }
 
@@ -170,16 +172,16 @@ static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, si
 {
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
-        return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_zoned(b) &&
+        return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_zoned(b) && !b->held &&
                !is_same_storage_secondary(devs, n, k) &&
-               !(b->hotpluggable && !a->hotpluggable);
+               !(b->untrusted && !a->untrusted);
 }
 
 /* Fixed storage carries the same fsid. */
 static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
 {
         for (size_t k = 0; k < n; k++)
-                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].hotpluggable && !is_partitioned_disk(&devs[k]) &&
+                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].untrusted && !devs[k].held && !is_partitioned_disk(&devs[k]) &&
                     !is_zoned(&devs[k]))
                         return true;
         return false;
@@ -189,7 +191,24 @@ static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
  * before anything is mounted, it is never scanned and never owns a slot or a shared link. */
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
 {
-        return devs[i].hotpluggable && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+        return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+}
+
+/* A member of a stacked device (the partition under dm-verity): the same storage as its holder,
+ * never a copy of it and never scanned (the kernel would register the unchecked bytes); the
+ * decision, the slot and the links are the holder's. */
+bool is_held(const struct bsg_device *d)
+{
+        return d->held && !in_use(d);
+}
+
+/* Not trusted storage, and not in use: the helper never hands it to the kernel. A filesystem on it is
+ * mounted by naming its devices (mount's device=, or `btrfs device scan DEV` first). One in use (the
+ * root of a system booted from a stick, a stick mounted so) is registered already: the rules below
+ * decide it as before (a copy of internal storage is still a clone). */
+bool is_untrusted(const struct bsg_device *d)
+{
+        return d->untrusted && !in_use(d);
 }
 
 /* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a
@@ -274,6 +293,8 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
         case BSG_REASON_INVALID_SUPERBLOCK:
         case BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED:
         case BSG_REASON_REMOVABLE_CLONE:
+        case BSG_REASON_UNTRUSTED:
+        case BSG_REASON_HELD:
         case BSG_REASON_INCONSISTENT_COPIES:
         case BSG_REASON_PARTITIONED_DISK:
         case BSG_REASON_SAME_STORAGE:
@@ -295,6 +316,9 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         const struct bsg_device *d = &devs[i];
         bool members_only = false;
 
+        /* not read (in every event order alike): the holder is decided, not its member */
+        if (is_held(d))
+                return VERDICT(BSG_IGNORE, BSG_REASON_HELD);
         if (is_zoned(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_ZONED);
         if (is_in_doubt(d))
@@ -320,6 +344,8 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
                 return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED);
         if (is_removable_clone(devs, n, i))
                 return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE);
+        if (is_untrusted(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_UNTRUSTED);
         if (has_inconsistent_copies(devs, n, i)) {
                 if (!d->mounted_member)
                         return VERDICT(BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES);

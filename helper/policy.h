@@ -44,6 +44,9 @@ enum bsg_reason {
         BSG_REASON_FSID_CHANGING, /* CHANGING_FSID(_V2) set: the kernel would match it by either UUID */
         BSG_REASON_UNTRUSTED_METADATA_UUID, /* hot-pluggable media with the METADATA_UUID feature */
         BSG_REASON_ZONED, /* a zoned device: the kernel reads its superblock where this helper does not */
+        BSG_REASON_UNTRUSTED,  /* not trusted storage (is_trusted_storage()): never scanned by the helper */
+        BSG_REASON_HELD,       /* a member of a stacked device (dm, md): the same storage as its holder,
+                                * never a copy of it; the holder is decided */
         _BSG_REASON_MAX,
 };
 
@@ -68,12 +71,14 @@ struct bsg_device {
         uint8_t dev_uuid[BSG_UUID_SIZE];
         bool seeding;
         bool slot_active;    /* the device's partition label names the active slot */
-        bool hotpluggable;   /* removable or hot-pluggable media (USB, ...) */
+        bool untrusted;   /* not trusted storage (devices.h is_trusted_storage()): never scanned, never a
+                           * slot, never makes a trusted copy a clone */
         bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
         bool mounted_member; /* listed in /sys/fs/btrfs/<fsid>/devices/ of a mounted filesystem */
         bool partitioned_disk; /* a whole disk whose partitions are block devices of their own */
+        bool held;             /* another block device is stacked on it (dm-verity, dm-crypt, md...) */
         /* what the bytes are stored on, equal for two names of one storage ("loop:DEV:INO:OFFSET",
          * "wwid:...", "serial:..." plus ":START" for a partition); NULL if unknown */
         const char *storage_id;
@@ -109,6 +114,8 @@ bool is_removable_clone_of_mounted(const struct bsg_device *d);
 bool is_partitioned_disk(const struct bsg_device *d);
 bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i);
 bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i);
+bool is_untrusted(const struct bsg_device *d);
+bool is_held(const struct bsg_device *d);
 bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i);
 bool is_seed_device(const struct bsg_device *d);
 bool is_multi_device(const struct bsg_device *d);

@@ -38,32 +38,57 @@ static int cmp_str(const void *a, const void *b)
 int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, size_t *ret_rejected,
                         size_t *ret_dropped)
 {
-        _cleanup_free_ const char **sorted = calloc(n + 1, sizeof(char *));
+        return bsg_skiplist_format_ranked(paths, NULL, n, ret_list, ret_rejected, ret_dropped);
+}
+
+int bsg_skiplist_format_ranked(const char *const *paths, const bool *keep, size_t n, char **ret_list,
+                               size_t *ret_rejected, size_t *ret_dropped)
+{
+        _cleanup_free_ const char **sorted = calloc(2 * n + 1, sizeof(char *));
         _cleanup_free_ char *out = malloc(BSG_SKIPLIST_MAX + 1);
-        size_t m = 0, rejected = 0, dropped = 0, len = 0;
+        size_t m = 0, rejected = 0, dropped = 0, len = 0, chosen = 0;
 
         if (!sorted || !out)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                if (bsg_skiplist_entry_ok(paths[i]))
-                        sorted[m++] = paths[i];
-                else
-                        rejected++;
-        }
-        qsort(sorted, m, sizeof(char *), cmp_str);
-        out[0] = '\0';
-        for (size_t i = 0; i < m; i++) {
-                if (i > 0 && streq(sorted[i], sorted[i - 1]))
-                        continue;
-                size_t l = strlen(sorted[i]) + (len > 0);
-                if (len + l > BSG_SKIPLIST_MAX) {
-                        dropped++;
-                        continue;
+        /* pass 0: the entries to keep, pass 1: the others; each sorted, taken while they fit */
+        const char **taken = sorted + n;
+        for (int pass = 0; pass < 2; pass++) {
+                size_t start = m;
+                for (size_t i = 0; i < n; i++) {
+                        if ((keep ? keep[i] : true) != (pass == 0))
+                                continue;
+                        if (bsg_skiplist_entry_ok(paths[i]))
+                                sorted[m++] = paths[i];
+                        else
+                                rejected++;
                 }
+                qsort(sorted + start, m - start, sizeof(char *), cmp_str);
+                size_t kept = chosen; /* taken[0..kept) is pass 0's, sorted */
+                for (size_t i = start; i < m; i++) {
+                        if (i > start && streq(sorted[i], sorted[i - 1]))
+                                continue;
+                        if (pass == 1 && kept && bsearch(&sorted[i], taken, kept, sizeof(char *), cmp_str))
+                                continue; /* a name in both classes: once */
+                        size_t l = strlen(sorted[i]) + (len > 0);
+                        if (len + l > BSG_SKIPLIST_MAX) {
+                                dropped++;
+                                continue;
+                        }
+                        len += l;
+                        taken[chosen++] = sorted[i];
+                }
+        }
+        /* the list itself is sorted as a whole */
+        qsort(taken, chosen, sizeof(char *), cmp_str);
+        out[0] = '\0';
+        len = 0;
+        for (size_t i = 0; i < chosen; i++) {
+                if (i > 0 && streq(taken[i], taken[i - 1]))
+                        continue;
                 if (len > 0)
                         out[len++] = ',';
-                memcpy(out + len, sorted[i], strlen(sorted[i]) + 1);
-                len += strlen(sorted[i]);
+                memcpy(out + len, taken[i], strlen(taken[i]) + 1);
+                len += strlen(taken[i]);
         }
         if (ret_rejected)
                 *ret_rejected = rejected;

@@ -82,8 +82,10 @@ const char *bsg_slot_source_name(enum bsg_slot_source s)
         return s < ELEMENTSOF(names) ? names[s] : "none";
 }
 
-/* Finds the one partition SPEC (PARTLABEL=, PARTUUID=, UUID=, /dev/...) names; NULL if none or several. */
-static const struct bsg_partition *resolve(const char *spec, const struct bsg_partition *parts, size_t n)
+/* Finds the one partition SPEC (PARTLABEL=, PARTUUID=, UUID=, /dev/...) names; NULL if none or several.
+ * With TRUSTED_ONLY, untrusted partitions are not looked at: their names are the attacker's to choose. */
+static const struct bsg_partition *resolve_in(const char *spec, const struct bsg_partition *parts, size_t n,
+                                              bool trusted_only)
 {
         const struct bsg_partition *hit = NULL;
         enum { BY_LABEL, BY_PARTUUID, BY_UUID, BY_PATH } how;
@@ -102,6 +104,8 @@ static const struct bsg_partition *resolve(const char *spec, const struct bsg_pa
         if (v[0] == '\0')
                 return NULL;
         for (size_t i = 0; i < n; i++) {
+                if (trusted_only && parts[i].untrusted)
+                        continue;
                 const char *f = how == BY_LABEL      ? parts[i].partlabel
                                 : how == BY_PARTUUID ? parts[i].partuuid
                                 : how == BY_UUID     ? parts[i].fsuuid
@@ -114,6 +118,11 @@ static const struct bsg_partition *resolve(const char *spec, const struct bsg_pa
                 hit = &parts[i];
         }
         return hit;
+}
+
+static const struct bsg_partition *resolve(const char *spec, const struct bsg_partition *parts, size_t n)
+{
+        return resolve_in(spec, parts, n, false);
 }
 
 int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37])
@@ -141,11 +150,11 @@ static int resolve_fixed(const char *spec, const struct bsg_partition *parts, si
 {
         const struct bsg_partition *p = resolve(spec, parts, n);
 
-        if (!p || p->hotpluggable || !p->disk)
+        if (!p || p->untrusted || !p->disk)
                 return -ENOENT;
         /* a hot-pluggable partition with the same name makes the spec ambiguous: no witness */
         for (size_t i = 0; i < n; i++)
-                if (&parts[i] != p && parts[i].hotpluggable && resolve(spec, &parts[i], 1))
+                if (&parts[i] != p && parts[i].untrusted && resolve(spec, &parts[i], 1))
                         return -ENOENT;
         return (int)(p - parts);
 }
@@ -190,7 +199,10 @@ static int slot_of_spec(const char *spec, const struct bsg_config *config, const
                         size_t n, char ret_slot[BSG_SLOT_MAX])
 {
         char slot[BSG_SLOT_MAX], base[256];
-        const struct bsg_partition *p = resolve(spec, parts, n);
+        /* only trusted storage names the active slot: a stick carrying the root's PARTUUID (or path,
+         * or fs UUID) and the label rootfs-B must not make B active, even while the internal root's
+         * PARTUUID is not known yet (first coldplug, before udev's database has it) */
+        const struct bsg_partition *p = resolve_in(spec, parts, n, true);
         const char *label = p ? p->partlabel : NULL;
 
         /* PARTLABEL= names the label even when the partition is not (yet) present */

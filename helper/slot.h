@@ -29,7 +29,8 @@ struct bsg_partition {
         const char *partuuid;
         const char *fsuuid;
         const char *disk;      /* the whole disk it is on (any fixed string per disk); NULL if unknown */
-        bool hotpluggable;     /* never the booted disk's witness */
+        bool untrusted;        /* not trusted storage (is_trusted_storage()): never the booted disk's witness, never
+                                * names the active slot */
 };
 
 /* The partition that names the disk that booted: systemd-boot's LoaderDevicePartUUID (LOADER_PARTUUID,

@@ -281,7 +281,7 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         rec.registered = reg != 0;
         rec.forget_pending = reg == 2;
         rec.seeding = seed;
-        rec.hotpluggable = hot;
+        rec.untrusted = hot;
         if ((r = bsg_field_read(&p, &rec.partlabel)) < 0 || (r = bsg_field_read(&p, &rec.partuuid)) < 0 ||
             (r = bsg_field_read(&p, &rec.storage_id)) < 0 || (r = bsg_field_read(&p, &rec.disk)) < 0 ||
             (r = bsg_field_read(&p, &rec.devnode)) < 0)
@@ -334,7 +334,7 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         fprintf(f, "%u:%u %" PRIu64 " %" PRIu64 " %d %d %" PRIu64 " %" PRIu64 " %" PRIu64 " %d %d %s %s ",
                 major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind,
                 rec->registered ? (rec->forget_pending ? 2 : 1) : 0,
-                rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->hotpluggable, fsid, dev_uuid);
+                rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->untrusted, fsid, dev_uuid);
         bsg_field_write(f, rec->partlabel);
         fputc(' ', f);
         bsg_field_write(f, rec->partuuid);
@@ -474,7 +474,7 @@ static void fill_state(FILE *f, const void *data)
 {
         const struct bsg_state *state = data;
         fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered(1, 2: forget pending) "
-              "devid num_devices generation seeding hotpluggable fsid dev_uuid partlabel partuuid storage_id disk devnode "
+              "devid num_devices generation seeding untrusted fsid dev_uuid partlabel partuuid storage_id disk devnode "
               "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned) [metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);

@@ -31,7 +31,7 @@ struct bsg_record {
         uint64_t diskseq; /* of the disk (a partition: its disk's); 0: unknown */
         uint64_t size;    /* bytes; 0: unknown */
         enum bsg_record_kind kind;
-        bool hotpluggable;
+        bool untrusted;
         char *devnode;
         char *partlabel; /* NULL if none: the label the device's own event gave (udev env), kept for
                           * later invocations that see the device only through sysfs */

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "gate.h"
+#include "log.h"
 #include "skiplist.h"
 #include "util.h"
 
@@ -29,6 +31,13 @@ int run_boot(struct ctx *c)
                 return 1;
         }
         log_truncated_skip_list(c, &p);
+        if (!c->dry_run) {
+                /* once per boot, in the journal: where trust came from */
+                char trust[512];
+                trust_describe(c, trust, sizeof(trust));
+                bsg_log_journal(LOG_NOTICE, trust);
+                log_debug("%s", trust);
+        }
         if (c->dry_run || c->verbose)
                 for (size_t i = 0; i < c->n; i++) {
                         const struct entry *e = &c->e[i];

@@ -122,6 +122,15 @@ int run_status(struct ctx *c)
         printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
                bsg_slot_source_name(c->slot_source),
                c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
+        if (c->verbose) {
+                char trust[512];
+                trust_describe(c, trust, sizeof(trust));
+                printf("%s\n", trust);
+                for (size_t i = 0; i < c->devs.n; i++)
+                        if (c->devs.v[i].trust_why)
+                                printf("trust: %s %s (%s)\n", c->devs.v[i].devnode,
+                                       c->devs.v[i].untrusted ? "untrusted" : "trusted", c->devs.v[i].trust_why);
+        }
         printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
                "DECIDE", "REASON", "CHECKSUM");
         for (size_t i = 0; i < c->n; i++) {

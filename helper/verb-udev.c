@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <blkid.h>
@@ -113,6 +114,11 @@ static void log_security_reason(const struct entry *t)
                 log_msg("%s: superblock unreadable and never read before: listed in skip_scan, never scanned",
                         t->devnode);
                 break;
+        case BSG_REASON_UNTRUSTED:
+                log_msg("%s: not trusted storage: listed in skip_scan, never scanned (mount it with device=, or "
+                        "`btrfs device scan` it first)",
+                        t->devnode);
+                break;
         default:
                 break;
         }
@@ -134,6 +140,20 @@ static void print_slot(const struct ctx *c, const struct entry *t)
         printf("BTRFS_SCAN_GATE_SLOT_BASE=%s\n", base); /* encoded already: print_kv would escape its '\' */
         if (slot && c->have_active_slot)
                 print_kv("BTRFS_SCAN_GATE_SLOT_ACTIVE", t->pd.slot_active ? "1" : "0");
+}
+
+/* Another entry, trusted, has T's partition name or PARTUUID. */
+static bool carries_trusted_name(const struct ctx *c, const struct entry *t)
+{
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                if (e == t || e->pd.untrusted)
+                        continue;
+                if ((t->partlabel && streq_ptr(e->partlabel, t->partlabel)) ||
+                    (t->partuuid && e->partuuid && strcasecmp(e->partuuid, t->partuuid) == 0))
+                        return true;
+        }
+        return false;
 }
 
 int run_udev(struct ctx *c)
@@ -220,7 +240,12 @@ int run_udev(struct ctx *c)
                 print_kv("ID_BTRFS_READY", plan_all_devices_present(c->e, c->n, t, false) ? "1" : "0");
         bool inactive_clone = (t->v.reason == BSG_REASON_CLONE || t->v.reason == BSG_REASON_RAID_CLONE_INACTIVE) &&
                               t->v.decision == BSG_SKIP && t->has_slot && c->have_active_slot && !t->pd.slot_active;
-        if (inactive_clone || !bsg_verdict_may_own_links(&t->v))
+        print_kv("BTRFS_SCAN_GATE_TRUSTED", t->pd.untrusted ? "0" : "1");
+        /* untrusted storage of its own (a stick nobody copied) stays visible to udisks; one that
+         * carries a trusted device's partition name or PARTUUID does not */
+        bool hidden = !bsg_verdict_may_own_links(&t->v) &&
+                      (t->v.reason != BSG_REASON_UNTRUSTED || carries_trusted_name(c, t));
+        if (inactive_clone || hidden)
                 print_kv("UDISKS_IGNORE", "1");
         if (lock_fd >= 0)
                 close(lock_fd);

@@ -3,7 +3,12 @@
 # lines from a table the test writes ("DEVNODE DECISION SLOT BASE ACTIVE READY" a line), so the
 # rules' plumbing is tested on its own. No kernel I/O. Usage: stub-helper.sh TABLE udev DEVNODE
 table=$1
-[ "$2" = udev ] || { echo "btrfs-scan-gate: stub: usage: TABLE udev DEVNODE" >&2; exit 2; }
+# a device without btrfs: the stub's storage is untrusted unless the table names it "trusted"
+if [ "$2" = trust ]; then
+    if grep -q "^$3 trusted\$" "$table"; then echo "BTRFS_SCAN_GATE_TRUSTED=1"; else echo "BTRFS_SCAN_GATE_TRUSTED=0"; fi
+    exit 0
+fi
+[ "$2" = udev ] || { echo "btrfs-scan-gate: stub: usage: TABLE udev|trust DEVNODE" >&2; exit 2; }
 dev=$3
 while read -r node decision slot base active ready; do
     [ "$node" = "$dev" ] || continue
@@ -14,6 +19,7 @@ while read -r node decision slot base active ready; do
     echo "BTRFS_SCAN_GATE_SLOT_BASE=$base"
     echo "BTRFS_SCAN_GATE_SLOT_ACTIVE=$active"
     echo "ID_BTRFS_READY=$ready"
+    echo "BTRFS_SCAN_GATE_TRUSTED=1"
     if [ "$active" = 0 ]; then
         echo "UDISKS_IGNORE=1"
     fi

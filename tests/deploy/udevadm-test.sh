@@ -45,13 +45,19 @@ a=$(losetup --show -f "$work/a.img") || skip "losetup failed (no free loop devic
 loops+=("$a")
 b=$(losetup --show -f "$work/b.img") || skip "losetup failed (no free loop device?)"
 loops+=("$b")
-echo "slot A: $a, slot B (clone): $b"
+# issue 18 case 4: untrusted storage (a loop device the configuration does not name) carrying another
+# filesystem with the slots' label and partition name: it must take none of their links
+truncate -s 32M "$work/c.img"
+mkfs.ext4 -q -F -L bsgtest "$work/c.img" >>"$state/mkfs.log" 2>&1 || fail "mkfs.ext4, see $state/mkfs.log"
+c=$(losetup --show -f "$work/c.img") || skip "losetup failed (no free loop device?)"
+loops+=("$c")
+echo "slot A: $a, slot B (clone): $b, untrusted ext4 named like B: $c"
 
 # loop devices have no partition table here: a test-only rule gives them partition labels, as
 # 60-persistent-storage.rules would for GPT partitions (the helper reads ID_PART_ENTRY_NAME)
 mkdir -p "$state/rules-extra"
-printf 'KERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-A"\nKERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-B"\n' \
-    "$(basename "$a")" "$(basename "$b")" > "$state/rules-extra/63-bsgtest-partlabel.rules"
+printf 'KERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-A"\nKERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-B"\nKERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-B"\n' \
+    "$(basename "$a")" "$(basename "$b")" "$(basename "$c")" > "$state/rules-extra/63-bsgtest-partlabel.rules"
 
 case $mode in
 stub)
@@ -61,7 +67,9 @@ stub)
 helper)
     [ -x "$helper" ] || fail "helper $helper not built"
     printf 'target="%s"\n' "$helper" > "$state/target.sh"
-    printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\n' > "$state/btrfs-scan-gate.conf"
+    # the slots' loop devices stand in for internal storage: the configuration names them ($c not)
+    printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\ntrusted_disk=%s\ntrusted_disk=%s\n' "$a" "$b" \
+        > "$state/btrfs-scan-gate.conf"
     ;;
 *) fail "unknown mode $mode" ;;
 esac
@@ -104,9 +112,9 @@ in_private_udev() {
     ' sh "$rules" "$out" "$state/rules-extra" "$@" >"$out/ns.log" 2>&1 || { cat "$out/ns.log"; fail "private udev run failed"; }
 }
 
-an=$(basename "$a") bn=$(basename "$b")
-in_private_udev "$rules" "$state/ab" "$a" "$b"
-in_private_udev "$rules" "$state/ba" "$b" "$a"
+an=$(basename "$a") bn=$(basename "$b") cn=$(basename "$c")
+in_private_udev "$rules" "$state/ab" "$a" "$b" "$c"
+in_private_udev "$rules" "$state/ba" "$c" "$b" "$a"
 # the contrast: the stock rules do run the builtin (so the check below can see it)
 in_private_udev "" "$state/stock" "$a"
 
@@ -134,11 +142,17 @@ for order in ab ba; do
     cat "$links"
     # in the udev db, where udisks and systemd read them
     expect "$da" '^E:BTRFS_SCAN_GATE_DECISION=scan$'
-    expect "$da" '^L:10$'
+    expect "$da" '^L:20$'
     expect_not "$da" '^E:UDISKS_IGNORE='
     expect "$db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
     expect "$db" '^E:UDISKS_IGNORE=1$'
-    expect "$db" '^L:-10$'
+    # trusted storage is never below 0: the inactive slot still wins over untrusted storage
+    expect "$db" '^L:10$'
+    # untrusted storage without btrfs: asked (trust), last for every link
+    dc=$state/$order/$cn.db
+    expect "$dc" '^E:BTRFS_SCAN_GATE_TRUSTED=0$'
+    expect "$dc" '^L:-100$'
+    expect "$state/$order/$cn.udevadm.log" "Importing properties from results of '.*helper-wrapper.sh trust $c'"
     # a skipped clone keeps SYSTEMD_READY
     expect_not "$db" '^E:SYSTEMD_READY=0$'
     # stable names, whichever device udev saw first
@@ -146,7 +160,13 @@ for order in ab ba; do
     expect "$links" "^/dev/disk/by-label/bsgtest -> $a\$"
     expect "$links" "^/dev/disk/by-slot/active/bsgtest -> $a\$"
     expect "$links" "^/dev/disk/by-slot/other/bsgtest -> $b\$"
+    expect_not "$links" "by-label/bsgtest -> $c\$"
 done
+if [ "$mode" = helper ]; then
+    # it carries the label and partition name of trusted storage: hidden from udisks too (in the
+    # order where the trusted devices are in udev's database first)
+    expect "$state/ab/$cn.db" '^E:UDISKS_IGNORE=1$'
+fi
 # the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
 expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
 expect_not "$lb" "trigger -s block"

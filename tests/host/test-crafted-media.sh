@@ -33,6 +33,7 @@ echo "crafted-media test: scratch $work, tool output in $log"
 failed=0
 cleanup() {
     local rc=$? l
+    [ -n "${dm_name:-}" ] && dmsetup remove "$dm_name" >>"$log" 2>&1
     # every loop device this test attached (attach() runs in $(...), so a file, not an array)
     for l in $(cat "$work/loops" 2>/dev/null); do
         losetup -d "$l" >>"$log" 2>&1 || true
@@ -46,6 +47,8 @@ attach() { # attach FILE [OFFSET] -> prints the loop device
     local l
     l=$(losetup --show -f ${2:+--offset "$2"} "$1") || { echo "SKIP: losetup failed (no free loop device?)" >&2; exit 77; }
     echo "$l" >>"$work/loops"
+    # the loop devices stand in for internal storage: the configuration names them (issue 18)
+    echo "trusted_disk=$l" >>"$work/gate.conf"
     echo "$l"
 }
 
@@ -125,6 +128,47 @@ bad=$(attach "$work/bad.img")
 boot_dry "$work/bad.out"
 expect_verdict "$work/bad.out" "$bad" "skip invalid-superblock" "btrfs magic, checksum broken"
 listed "$work/bad.out" "$bad" || fail "$bad not in the skip list: $(skip_list "$work/bad.out")"
+
+# --- issue 18: a loop device the configuration does not name is untrusted storage ----------------
+# (before: loop devices counted as internal storage and a unique btrfs on one was `scan unique`)
+truncate -s 120M "$work/u.img"
+mkfs.btrfs -f -L untrusted-B "$work/u.img" >>"$log" 2>&1 || { echo "FAIL: mkfs.btrfs"; exit 1; }
+u1=$(attach "$work/u.img")
+printf 'clone_policy=skip-all\nactive_slot=B\n' >"$work/gate.conf" # names no disk
+boot_dry "$work/untrusted.out"
+expect_verdict "$work/untrusted.out" "$u1" "skip untrusted" "a loop device no trusted_disk= names"
+listed "$work/untrusted.out" "$u1" || fail "$u1 not in the skip list: $(skip_list "$work/untrusted.out")"
+"${wrapper[@]}" "$helper" -v status >"$work/untrusted-status.out" 2>&1 || fail "status failed"
+grep -q "^trust: $u1 untrusted (virtual device" "$work/untrusted-status.out" ||
+    fail "status -v does not say why $u1 is untrusted: $(grep '^trust' "$work/untrusted-status.out" | head -3)"
+grep -q "^trust: 0 disk(s) named by trusted_disk=, and the fallback" "$work/untrusted-status.out" ||
+    fail "status -v does not say that trust came from the fallback"
+DEVNAME=$u1 ID_PART_ENTRY_NAME=rootfs-B "${wrapper[@]}" "$helper" --dry-run udev "$u1" \
+    >"$work/untrusted-udev.out" 2>"$work/untrusted-udev.err" || fail "udev --dry-run $u1 failed"
+for want in BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=untrusted BTRFS_SCAN_GATE_SLOT=; do
+    grep -qx "$want" "$work/untrusted-udev.out" || fail "udev $u1: no '$want' in $(tr '\n' ' ' <"$work/untrusted-udev.out")"
+done
+# named, the same device is trusted: a unique filesystem, scanned
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$u1" >"$work/gate.conf"
+boot_dry "$work/named.out"
+expect_verdict "$work/named.out" "$u1" "scan unique" "the same loop device named by trusted_disk="
+# a dm device is trusted only over trusted storage (its slaves), and its slave is its member
+if command -v dmsetup >/dev/null && dmsetup version >>"$log" 2>&1; then
+    dm_name=bsg-crafted-$$
+    if dmsetup create "$dm_name" --table "0 $(blockdev --getsz "$u1") linear $u1 0" >>"$log" 2>&1; then
+        dm=$(readlink -f "/dev/mapper/$dm_name")
+        boot_dry "$work/dm-named.out"
+        expect_verdict "$work/dm-named.out" "$dm" "scan unique" "dm-linear over a named loop device"
+        printf 'clone_policy=skip-all\n' >"$work/gate.conf"
+        boot_dry "$work/dm-untrusted.out"
+        expect_verdict "$work/dm-untrusted.out" "$dm" "skip untrusted" "dm-linear over an unnamed loop device"
+        dmsetup remove "$dm_name" >>"$log" 2>&1 && dm_name=
+    else
+        echo "note: dmsetup create failed (no device-mapper here?): the dm part was not run"
+    fi
+else
+    echo "note: no dmsetup: the dm part was not run"
+fi
 
 if [ "$failed" -ne 0 ]; then exit 1; fi
 echo "PASS"

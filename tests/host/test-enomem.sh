@@ -67,7 +67,8 @@ L1=${loops[0]} L2=${loops[1]} L3=${loops[2]}
 echo "enomem: clones $L1 $L2, unique $L3"
 command -v udevadm >/dev/null && { udevadm settle --timeout=30 >>"$log" 2>&1 || true; }
 
-: >"$work/empty.conf"
+# the loop devices stand in for internal storage: the configuration names them (issue 18)
+printf 'trusted_disk=%s\n' "${loops[@]}" >"$work/empty.conf"
 : >"$work/control"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
 

@@ -54,6 +54,10 @@ rm -f /dev/log
 ln -s "$work/log.sock" /dev/log
 : >"$work/journal.txt"
 
+# the loop device stands in for internal storage: the configuration names it (issue 18)
+printf 'trusted_disk=%s\n' "$loop" >"$work/gate.conf"
+export BTRFS_SCAN_GATE_CONFIG=$work/gate.conf
+
 run() { # run NAME ENV... -- ARGS...: the helper with ENV, output in $work/NAME.{out,err}
     local name=$1 envs=()
     shift

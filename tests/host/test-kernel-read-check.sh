@@ -107,7 +107,8 @@ if command -v udevadm >/dev/null; then
     udevadm settle --timeout=30 >>"$log" 2>&1 || true
 fi
 btrfs device scan --forget "$loop" >>"$log" 2>&1 || true
-: >"$work/empty.conf"
+# the loop device stands in for internal storage: the configuration names it (issue 18)
+echo "trusted_disk=$loop" >"$work/empty.conf"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
 
 # udev's `change` event of $loop, with the shim; $1: "face" (A for the helper's reads), "label" (B'

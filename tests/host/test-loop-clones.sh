@@ -110,6 +110,8 @@ attach() { # attach VAR FILE: VAR=the loop device (recorded for the cleanup)
     local l
     l=$(losetup --find --show "$2")
     loops+=("$l")
+    # the loop devices stand in for internal storage: the configuration names them (issue 18)
+    echo "trusted_disk=$l" >>"$BTRFS_SCAN_GATE_CONFIG"
     printf -v "$1" '%s' "$l"
 }
 
@@ -199,7 +201,8 @@ elif [ "$skip_scan_param" = no ]; then
 fi
 
 # clone_policy=active: the active slot's copy is scanned (a real DEVICES_READY), the other not
-printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\n' >"$BTRFS_SCAN_GATE_CONFIG"
+sed -i 's/^clone_policy=.*//' "$BTRFS_SCAN_GATE_CONFIG"   # keeps the trusted_disk= lines
+echo clone_policy=active >>"$BTRFS_SCAN_GATE_CONFIG"
 rm -rf "$BTRFS_SCAN_GATE_RUNDIR"
 mkdir -p "$BTRFS_SCAN_GATE_RUNDIR"
 helper_udev "$A" rootfs-A "$work/udev-a2"

@@ -94,7 +94,14 @@ SH
 chmod +x "$work/udevadm"
 export UDEVADM=$work/udevadm BSG_FAKE_UDEVADM_LOG=$work/udevadm.log
 
-attach() { local l; l=$(losetup --find --show "$2"); loops+=("$l"); printf -v "$1" '%s' "$l"; }
+# the loop devices stand in for internal storage: the configuration names them (issue 18)
+attach() {
+    local l
+    l=$(losetup --find --show "$2")
+    loops+=("$l")
+    printf -v "$1" '%s' "$l"
+    echo "trusted_disk=$l" >>"$BTRFS_SCAN_GATE_CONFIG"
+}
 
 fsid=$(cat /proc/sys/kernel/random/uuid)
 truncate -s 120M "$work/a.img"

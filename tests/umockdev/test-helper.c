@@ -39,6 +39,7 @@
 #define SB_DEV_UUID (0xc9 + 0x42)
 #define SB_LABEL 0x12b
 #define STEAMOS_CONFIG "active_slot=A\nslot_suffixes=-A,-B\n"
+#define FIXED_DEVICES "pci0000:00/0000:00:17.0"
 #define FAKE_MAJOR_BASE 4000 /* no host has these: libudev reads the host's /run/udev/data */
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -313,6 +314,7 @@ typedef struct {
         const char *devname; /* devnode override, e.g. /dev/mapper/a,b */
         gboolean kernel_uevent; /* sysfs uevent holds only the kernel's keys (no ID_*), as on a real
                                  * machine; the event's environment still has udev's */
+        const char *partuuid;   /* ID_PART_ENTRY_UUID override (a copied PARTUUID); NULL: from the numbers */
 } DevSpec;
 
 typedef struct {
@@ -453,7 +455,10 @@ static GPtrArray *device_props(const DevSpec *s, const ImageInfo *info)
                 PROP("ID_PART_TABLE_TYPE", "gpt");
                 PROP("ID_PART_ENTRY_SCHEME", "gpt");
                 PROP("ID_PART_ENTRY_NUMBER", "%d", s->partn);
-                PROP("ID_PART_ENTRY_UUID", "%08x-0000-4000-8000-%012d", maj, s->partn);
+                if (s->partuuid)
+                        PROP("ID_PART_ENTRY_UUID", "%s", s->partuuid);
+                else
+                        PROP("ID_PART_ENTRY_UUID", "%08x-0000-4000-8000-%012d", maj, s->partn);
                 PROP("ID_PART_ENTRY_DISK", "%u:0", maj);
                 if (s->partlabel)
                         PROP("ID_PART_ENTRY_NAME", "%s", s->partlabel);
@@ -515,7 +520,10 @@ static void world_add(Fixture *f, const DevSpec *s)
                                    start, "size", "245760", "ro", "0", NULL},
                         (char **)props->pdata);
         } else {
-                g_autofree char *rel = g_strdup_printf("virtual/block/%s", s->node);
+                /* internal storage sits on a PCI controller (the fallback of is_trusted_storage()
+                 * trusts it); removable media stays where it was */
+                g_autofree char *rel = g_strdup_printf(s->removable ? "virtual/block/%s" : FIXED_DEVICES "/block/%s",
+                                                       s->node);
                 syspath = umockdev_testbed_add_devicev(
                         tb, "block", rel, NULL,
                         (char *[]){"dev", dev, "removable", (char *)removable, "size", "2457600", "ro",
@@ -638,7 +646,7 @@ static void world_reset(Fixture *f)
         g_hash_table_remove_all(f->syspaths);
         /* umockdev 0.17.16 leaves the /sys/block, /sys/class/block and /sys/dev/block links behind */
         const char *leftovers[] = {"sys/block", "sys/class/block", "sys/dev/block", "sys/devices/virtual/block",
-                                   NULL};
+                                   "sys/devices/" FIXED_DEVICES "/block", NULL};
         for (int i = 0; leftovers[i]; i++) {
                 g_autofree char *dir = tb_path(leftovers[i]);
                 g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
@@ -739,7 +747,9 @@ static char **helper_env(Fixture *f, const DevSpec *s)
                 env = g_environ_setenv(env, "ACTION", next_action, TRUE);
                 env = g_environ_setenv(env, "SUBSYSTEM", "block", TRUE);
                 /* a removed device: udev still names its (gone) path */
-                g_autofree char *gone = g_strdup_printf("/devices/virtual/block/%s", s->node);
+                g_autofree char *gone = g_strdup_printf(s->removable ? "/devices/virtual/block/%s"
+                                                                     : "/devices/" FIXED_DEVICES "/block/%s",
+                                                        s->node);
                 env = g_environ_setenv(env, "DEVPATH", syspath ? syspath + strlen("/sys") : gone, TRUE);
                 env = g_environ_setenv(env, "SEQNUM", "4242", TRUE);
                 for (guint i = 0; i + 1 < props->len; i += 2)
@@ -1050,6 +1060,216 @@ static void test_slot_partuuid_after_boot(Fixture *f, gconstpointer data)
         assert_kv(&r, "SLOT_ACTIVE", "0");
         g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
         run_clear(&r);
+}
+
+/* Issue 18 case 2: in the first coldplug the internal rootfs-A's PARTUUID is not in udev's database
+ * yet (kernel uevent only); a stick partition carrying it and the name rootfs-B must not make B the
+ * active slot. On dcd3898 it did: sda5 (rootfs-B) became SLOT_ACTIVE=1 and status said "B (from
+ * root)". */
+static void test_slot_stick_partuuid(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A",
+                 .kernel_uevent = TRUE},
+                {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B",
+                 .kernel_uevent = TRUE},
+        };
+        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "seed",
+                                      .partlabel = "rootfs-B", .removable = TRUE,
+                                      .partuuid = "00000fa0-0000-4000-8000-000000000004"};
+        const char *status_args[] = {"status", NULL};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &stick);
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa0-0000-4000-8000-000000000004 ro");
+        /* first coldplug, no `boot`: the stick's event comes first and makes the inventory */
+        run_udev(f, &stick, &r, FALSE);
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+        assert_kv(&r, "TRUSTED", "0");
+        run_clear(&r);
+        next_action = "change";
+        run_udev(f, &parts[1], &r, FALSE);
+        next_action = "add";
+        assert_kv(&r, "SLOT", "B");
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"), !=, "1");
+        run_clear(&r);
+        run_helper(f, &r, status_args);
+        g_assert_null(strstr(r.out, "active slot: B"));
+        run_clear(&r);
+}
+
+/* Issue 18 case 3: is_trusted_storage() on sysfs shapes of each class, through `trust DEVNODE` (the
+ * rules' question for a device without btrfs). */
+typedef struct {
+        const char *node, *path; /* kernel name; its directory under /sys/devices (the block dir) */
+        const char *attrs[8];    /* extra attributes, name/value pairs */
+        const char *id_bus;      /* ID_BUS in the event, or NULL */
+        const char *config;      /* trusted_disk= lines, or NULL */
+        const char *want;        /* BTRFS_SCAN_GATE_TRUSTED */
+} TrustCase;
+
+static unsigned trust_minor;
+
+static void trust_add(Fixture *f, const char *node, const char *path, const char *const *attrs)
+{
+        g_autofree char *dev = g_strdup_printf("%u:%u", FAKE_MAJOR_BASE + 90, ++trust_minor);
+        g_autofree char *maj = g_strdup_printf("%u", FAKE_MAJOR_BASE + 90);
+        g_autofree char *min = g_strdup_printf("%u", trust_minor);
+        g_autofree char *devname = g_strdup_printf("/dev/%s", node);
+        g_autofree char *rel = g_strdup_printf("%s/%s", path, node);
+        GPtrArray *a = g_ptr_array_new();
+        g_ptr_array_add(a, (char *)"dev");
+        g_ptr_array_add(a, dev);
+        g_ptr_array_add(a, (char *)"size");
+        g_ptr_array_add(a, (char *)"2457600");
+        g_ptr_array_add(a, (char *)"removable");
+        g_ptr_array_add(a, (char *)"0");
+        for (int i = 0; attrs && attrs[i]; i += 2) {
+                g_ptr_array_add(a, (char *)attrs[i]);
+                g_ptr_array_add(a, (char *)attrs[i + 1]);
+        }
+        g_ptr_array_add(a, NULL);
+        char *syspath = umockdev_testbed_add_devicev(
+                tb, "block", rel, NULL, (char **)a->pdata,
+                (char *[]){"DEVNAME", devname, "DEVTYPE", (char *)"disk", "MAJOR", maj, "MINOR", min, NULL});
+        g_ptr_array_free(a, TRUE);
+        g_assert_nonnull(syspath);
+        g_hash_table_insert(f->syspaths, g_strdup(node), syspath);
+        make_node(devname, "", 0, FAKE_MAJOR_BASE + 90, trust_minor, TRUE);
+}
+
+static const char *trust_of(Fixture *f, const char *node, const char *id_bus)
+{
+        static char answer[8];
+        g_autofree char *devname = g_strdup_printf("/dev/%s", node);
+        const char *args[] = {"trust", devname, NULL};
+        Run r;
+
+        g_setenv("DEVNAME", devname, TRUE);
+        if (id_bus)
+                g_setenv("ID_BUS", id_bus, TRUE);
+        run_helper(f, &r, args);
+        g_unsetenv("DEVNAME");
+        g_unsetenv("ID_BUS");
+        g_assert_cmpint(r.status, ==, 0);
+        g_strlcpy(answer, kv(&r, "BTRFS_SCAN_GATE_TRUSTED") ? kv(&r, "BTRFS_SCAN_GATE_TRUSTED") : "", sizeof(answer));
+        run_clear(&r);
+        return answer;
+}
+
+static void test_trust_classes(Fixture *f, gconstpointer data)
+{
+        static const TrustCase cases[] = {
+                {"sdq", "pci0000:00/0000:00:17.0/ata1/host0/target0:0:0/0:0:0:0/block", {NULL}, NULL, NULL, "1"},
+                {"sdr", "pci0000:00/0000:00:17.0/ata2/host1/target1:0:0/1:0:0:0/block", {NULL}, "usb", NULL, "0"},
+                {"sds", "pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block", {NULL}, NULL,
+                 NULL, "0"},
+                {"sdt", "pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block", {"removable", "1", NULL},
+                 NULL, NULL, "0"},
+                {"loop9", "virtual/block", {NULL}, NULL, NULL, "0"},
+                {"nbd3", "virtual/block", {NULL}, NULL, NULL, "0"},
+                {"loop8", "virtual/block", {NULL}, NULL, "trusted_disk=/dev/loop8\n", "1"},
+                {"nvme1n1", "pci0000:00/0000:00:07.0/0000:05:00.0/domain0/thunderbolt/0-1/nvme/nvme1/block", {NULL},
+                 NULL, NULL, "0"},
+                {"mmcblk1", "pci0000:00/0000:00:1c.0/mmc_host/mmc1/mmc1:aaaa/block", {"device/type", "SD", NULL},
+                 NULL, NULL, "0"},
+                {"mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block", {"device/type", "MMC", NULL},
+                 NULL, NULL, "1"},
+        };
+
+        for (gsize i = 0; i < G_N_ELEMENTS(cases); i++)
+                trust_add(f, cases[i].node, cases[i].path, cases[i].attrs);
+        for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+                set_config(f, cases[i].config ? cases[i].config : "");
+                g_test_message("trust case %s", cases[i].node);
+                g_assert_cmpstr(trust_of(f, cases[i].node, cases[i].id_bus), ==, cases[i].want);
+        }
+        /* dm over trusted storage is trusted; over a loop device, or over one untrusted slave, not */
+        trust_add(f, "dm-7", "virtual/block", (const char *[]){"slaves/sdq", "", NULL});
+        trust_add(f, "dm-8", "virtual/block", (const char *[]){"slaves/loop9", "", NULL});
+        trust_add(f, "md9", "virtual/block", (const char *[]){"slaves/sdq", "", "slaves/sds", "", NULL});
+        set_config(f, "");
+        g_assert_cmpstr(trust_of(f, "dm-7", NULL), ==, "1");
+        g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "0");
+        g_assert_cmpstr(trust_of(f, "md9", NULL), ==, "0");
+        set_config(f, "trusted_disk=/dev/loop9\n");
+        g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "1");
+}
+
+/* Issue 18 case 10: rootfs-A opened through dm-verity (dm-0 over sdb1), rootfs-B a plain copy. The
+ * partition under the verity device is its holder's: never read as a copy, never scanned, no slot;
+ * dm-0 carries slot A (its slave's partition name) and is the active copy. On dcd3898 sdb1's own
+ * event read it and decided it `skip clone SLOT=A` (with clone_policy=active `scan clone`). */
+static void test_stacked_verity(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+        };
+        static const DevSpec dm = {.node = "dm-0", .image = "rootfs"};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &dm);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "dm-0"), "slaves/sdb1", "");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb1"), "holders/dm-0", "");
+        set_config(f, "slot_suffixes=-A,-B\nclone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        /* coldplug without boot, the member's event first; then every event again */
+        for (int round = 0; round < 2; round++) {
+                run_udev(f, &parts[0], &r, FALSE);
+                assert_kv(&r, "DECISION", "ignore");
+                assert_kv(&r, "REASON", "held");
+                assert_kv(&r, "SLOT", "");
+                g_assert_cmpstr(kv(&r, "UDISKS_IGNORE"), ==, "1");
+                run_clear(&r);
+                run_udev(f, &dm, &r, FALSE);
+                assert_kv(&r, "DECISION", "scan");
+                assert_kv(&r, "SLOT", "A");
+                assert_kv(&r, "SLOT_ACTIVE", "1");
+                run_clear(&r);
+                run_udev(f, &parts[1], &r, FALSE);
+                assert_kv(&r, "DECISION", "skip");
+                assert_kv(&r, "SLOT", "B");
+                assert_kv(&r, "SLOT_ACTIVE", "0");
+                run_clear(&r);
+                next_action = "change";
+        }
+        next_action = "add";
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+        run_boot(f);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+}
+
+/* Issue 18 case 3: an ID_BUS an event taught is kept in the inventory. `boot` saw a disk on a path
+ * that looks fixed; its `add` event says ID_BUS=usb (entry current: not read again). The next whole
+ * set decision (`reconcile`, from the inventory) must still take it for untrusted: never scanned. */
+static void test_trust_id_bus_kept(Fixture *f, gconstpointer data)
+{
+        static const DevSpec stick = {.node = "sdk1", .disk = "sdk", .partn = 1, .image = "seed"};
+        const char *reconcile[] = {"reconcile", NULL};
+        const char *status[] = {"status", NULL};
+        Run r;
+
+        world_add(f, &stick);
+        set_config(f, "");
+        run_boot(f);
+        g_setenv("ID_BUS", "usb", TRUE);
+        run_udev(f, &stick, &r, FALSE);
+        g_unsetenv("ID_BUS");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "REASON", "untrusted");
+        run_clear(&r);
+        kernel_reset();
+        run_helper(f, &r, reconcile);
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("scan", "/dev/sdk1"), ==, 0);
+        run_helper(f, &r, status);
+        g_assert_nonnull(strstr(r.out, "untrusted"));
+        run_clear(&r);
+        assert_skip_scan("/dev/sdk1");
 }
 
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
@@ -2446,6 +2666,10 @@ int main(int argc, char **argv)
         add("/helper/slot/partuuid-after-boot", test_slot_partuuid_after_boot);
         add("/helper/slot/esp-on-other-disk", test_slot_esp_on_other_disk);
         add("/helper/slot/stable-skip-list", test_slot_stable_skip_list);
+        add("/helper/slot/stick-partuuid", test_slot_stick_partuuid);
+        add("/helper/trust/classes", test_trust_classes);
+        add("/helper/trust/stacked-verity", test_stacked_verity);
+        add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

@@ -216,8 +216,58 @@ static const struct active_case active_cases[] = {
         {"nothing", NULL, NULL, NULL, NULL, BSG_SLOT_SOURCE_NONE},
 };
 
+/* trusted_disk= (issue 18): paths under /dev, repeated, an empty value forgets the earlier ones */
+struct trusted_case {
+        const char *name;
+        const char *text;
+        int bad;
+        const char *disks; /* joined with '|' */
+        const char *diags;
+};
+
+static const struct trusted_case trusted_cases[] = {
+        {"one", "trusted_disk=/dev/disk/by-id/nvme-deck0\n", 0, "/dev/disk/by-id/nvme-deck0", ""},
+        {"two", "trusted_disk=/dev/loop0\ntrusted_disk = \"/dev/loop1\"\n", 0, "/dev/loop0|/dev/loop1", ""},
+        {"reset", "trusted_disk=/dev/loop0\ntrusted_disk=\ntrusted_disk=/dev/sda\n", 0, "/dev/sda", ""},
+        {"relative", "trusted_disk=loop0\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        {"not-dev", "trusted_disk=/tmp/x\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        {"blank-inside", "trusted_disk=/dev/a b\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
+         "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+};
+
+static void trusted_one(const struct trusted_case *t)
+{
+        struct bsg_config c;
+        struct diag_log log = {""};
+        char joined[1024] = "";
+
+        check_case = t->name;
+        bsg_config_init(&c);
+        CHECK(bsg_config_parse(t->text, strlen(t->text), "test.conf", &c, diag, &log) == t->bad);
+        for (size_t i = 0; i < c.n_trusted_disks; i++)
+                snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? "|" : "", c.trusted_disks[i]);
+        CHECK_STREQ(joined, t->disks);
+        CHECK_STREQ(log.text, t->diags);
+}
+
 int main(void)
 {
+        for (size_t i = 0; i < sizeof(trusted_cases) / sizeof(trusted_cases[0]); i++)
+                trusted_one(&trusted_cases[i]);
+        check_case = "trusted-disk-too-many";
+        {
+                struct bsg_config c;
+                struct diag_log log = {""};
+                char text[2048] = "";
+                for (int i = 0; i < 17; i++)
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "trusted_disk=/dev/loop%d\n", i);
+                bsg_config_init(&c);
+                CHECK(bsg_config_parse(text, strlen(text), "t", &c, diag, &log) == 1);
+                CHECK(c.n_trusted_disks == 16);
+                CHECK_STREQ(log.text, "t:17:trusted_disk: more than 16 disks;");
+        }
+
         for (size_t i = 0; i < sizeof(config_cases) / sizeof(config_cases[0]); i++)
                 config_one(&config_cases[i]);
 

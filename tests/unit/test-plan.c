@@ -2,6 +2,7 @@
 /* The pure core's plan (helper/plan.c): entries with verdicts in, kernel actions out. One table row
  * per situation: the one order (skip list, scans, forgets), the event's own device, what an earlier
  * event lost, what boot scans, what is never handed to the kernel. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -222,8 +223,44 @@ static void settled(void)
         }
 }
 
+/* issue 18 case 5: a card with 260 partitions carrying a btrfs magic (untrusted, listed) must not
+ * push the clones of trusted storage (nvme0n1p4, nvme0n1p5) off a list cut at 4095 bytes. */
+static void crowded_list(void)
+{
+        enum { N_CARD = 260 };
+        static struct entry e[N_CARD + 3];
+        static char names[N_CARD][32];
+        char *list = NULL;
+        size_t dropped = 0, n = 0;
+
+        e[n++] = (struct entry){.devnode = "/dev/nvme0n1p4", .partuuid = "0a0a-04", .v = {BSG_SKIP}, .pd = {.path_ok = true}};
+        e[n++] = (struct entry){.devnode = "/dev/nvme0n1p5", .partuuid = "0a0a-05", .v = {BSG_SKIP}, .pd = {.path_ok = true}};
+        e[n++] = (struct entry){.devnode = "/dev/nvme0n1p6", .v = {BSG_SCAN}, .pd = {.path_ok = true}};
+        for (size_t i = 0; i < N_CARD; i++) {
+                snprintf(names[i], sizeof(names[i]), "/dev/mmcblk0p%zu", i + 1);
+                e[n++] = (struct entry){.devnode = names[i], .v = {BSG_SKIP}, .pd = {.path_ok = true, .untrusted = true}};
+        }
+        check_case = "crowded skip list keeps trusted entries";
+        CHECK(plan_skip_list(e, n, &list, &dropped) == -E2BIG);
+        CHECK(list && strlen(list) <= 4095);
+        CHECK(list && strstr(list, "/dev/nvme0n1p4") && strstr(list, "/dev/nvme0n1p5"));
+        CHECK(list && !strstr(list, "/dev/nvme0n1p6"));
+        CHECK(dropped > 0 && dropped < N_CARD);
+        /* the list is still sorted as a whole: the card's entries come before nvme's */
+        CHECK(list && strncmp(list, "/dev/mmcblk0p1,", 15) == 0);
+        CHECK(list && strlen(list) >= 14 && strcmp(list + strlen(list) - 14, "/dev/nvme0n1p5") == 0);
+        free(list);
+        list = NULL;
+        check_case = "crowded stable skip list keeps trusted entries";
+        CHECK(plan_stable_skip_list(e, n, &list, &dropped) == -E2BIG);
+        CHECK(list && strstr(list, "PARTUUID=0a0a-04") && strstr(list, "PARTUUID=0a0a-05"));
+        CHECK(dropped > 0);
+        free(list);
+}
+
 int main(void)
 {
+        crowded_list();
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 plan_one(&cases[i]);
         readiness();

@@ -315,6 +315,61 @@ static void booted_one(const struct booted_case *t)
         CHECK(bsg_booted_partition(t->cmdline, t->loader, t->parts, t->n) == t->index);
 }
 
+/* ---- root=/steamos.efi= name the active slot only through trusted storage (issue 18 case 2) ---- */
+
+#define P_ROOT_B "aaaaaaaa-0000-0000-0000-00000000000b"
+
+/* first coldplug: the internal rootfs-A's PARTUUID is not known yet; a stick carries it, named rootfs-B */
+static const struct bsg_partition coldplug_parts[] = {
+        {"/dev/vda2", "rootfs-A", NULL, NULL, "disk0", false},
+        {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
+        {"/dev/sda1", "rootfs-B", P_ROOT_A, "11111111-2222-3333-4444-555555555555", "usb", true},
+};
+/* later: both carry it (ambiguous: no slot from root=) */
+static const struct bsg_partition later_parts[] = {
+        {"/dev/vda2", "rootfs-A", P_ROOT_A, NULL, "disk0", false},
+        {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
+        {"/dev/sda1", "rootfs-B", P_ROOT_A, NULL, "usb", true},
+};
+
+struct spec_case {
+        const char *name;
+        const char *cmdline, *root_devnode;
+        const struct bsg_partition *parts;
+        size_t n;
+        const char *slot; /* NULL: none */
+};
+
+static const struct spec_case spec_cases[] = {
+        {"stick-partuuid-no-slot", "root=PARTUUID=" P_ROOT_A, NULL, coldplug_parts, 3, NULL},
+        {"stick-steamos-efi-no-slot", "steamos.efi=PARTUUID=" P_ROOT_A, NULL, coldplug_parts, 3, NULL},
+        {"stick-path-no-slot", "root=/dev/sda1", NULL, coldplug_parts, 3, NULL},
+        {"stick-fsuuid-no-slot", "root=UUID=11111111-2222-3333-4444-555555555555", NULL, coldplug_parts, 3, NULL},
+        {"stick-mounted-root-no-slot", "quiet", "/dev/sda1", coldplug_parts, 3, NULL},
+        {"internal-partuuid", "root=PARTUUID=" P_ROOT_B, NULL, coldplug_parts, 3, "B"},
+        {"internal-despite-stick-copy", "root=PARTUUID=" P_ROOT_A, NULL, later_parts, 3, "A"},
+        {"internal-path", "root=/dev/vda2", NULL, coldplug_parts, 3, "A"},
+        {"partlabel-absent-still-names", "root=PARTLABEL=rootfs-B", NULL, coldplug_parts, 0, "B"},
+};
+
+static void spec_one(const struct spec_case *t)
+{
+        struct bsg_config config;
+        char slot[BSG_SLOT_MAX];
+        enum bsg_slot_source source = BSG_SLOT_SOURCE_NONE;
+
+        check_case = t->name;
+        bsg_config_init(&config);
+        int r = bsg_active_slot(&config, t->cmdline, t->parts, t->n, t->root_devnode, slot, &source);
+        if (!t->slot) {
+                CHECK(r == -ENOENT);
+                return;
+        }
+        CHECK(r == 0);
+        if (r == 0)
+                CHECK_STREQ(slot, t->slot);
+}
+
 struct efivar_case {
         const char *name;
         const char *bytes; /* after the 4 attribute bytes, as ASCII that the test widens to UTF-16LE */
@@ -354,6 +409,8 @@ int main(void)
 {
         for (size_t i = 0; i < sizeof(booted_cases) / sizeof(booted_cases[0]); i++)
                 booted_one(&booted_cases[i]);
+        for (size_t i = 0; i < sizeof(spec_cases) / sizeof(spec_cases[0]); i++)
+                spec_one(&spec_cases[i]);
         for (size_t i = 0; i < sizeof(efivar_cases) / sizeof(efivar_cases[0]); i++)
                 efivar_one(&efivar_cases[i]);
         for (size_t i = 0; i < sizeof(rauc_cases) / sizeof(rauc_cases[0]); i++)

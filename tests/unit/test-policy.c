@@ -16,7 +16,7 @@ struct spec {
         int fs; /* 0: not btrfs, -1: invalid superblock, else fsid byte */
         unsigned devid, num;
         bool seed, active, hotplug, fsid_mounted, self_mounted, bad_path;
-        bool member, partitioned;
+        bool member, partitioned, held;
         const char *storage; /* storage_id */
         int uuid;            /* device UUID byte; 0: the devid's */
         int mu;              /* METADATA_UUID feature with this metadata_uuid byte; 0: none */
@@ -33,12 +33,13 @@ static struct bsg_device to_dev(const struct spec *s)
                 .num_devices = s->num ? s->num : 1,
                 .seeding = s->seed,
                 .slot_active = s->active,
-                .hotpluggable = s->hotplug,
+                .untrusted = s->hotplug,
                 .fsid_mounted = s->fsid_mounted,
                 .self_mounted = s->self_mounted,
                 .path_ok = !s->bad_path,
                 .mounted_member = s->member,
                 .partitioned_disk = s->partitioned,
+                .held = s->held,
                 .storage_id = s->storage,
         };
         memset(d.fsid, s->fs > 0 ? s->fs : 0, sizeof(d.fsid));
@@ -116,9 +117,24 @@ static const struct policy_case policy_cases[] = {
          2, 1, BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
         {"hijack-usb-seed", SKIPALL, {{"/dev/usb", 1, .seed = true, .hotplug = true, .fsid_mounted = true}}, 1, 0,
          BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
+        /* issue 18: untrusted storage is never scanned by the helper (its mount names its devices) */
         {"usb-mounted-itself", SKIPALL, {{"/dev/usb", 1, .hotplug = true, .fsid_mounted = true, .self_mounted = true}},
          1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
-        {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        /* issue 18 case 10: the partition under dm-verity is its holder's, never a copy of it */
+        {"held-partition-not-a-copy", SKIPALL, {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}},
+         2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"held-partition-ignored", SKIPALL, {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}},
+         2, 1, BSG_IGNORE, BSG_REASON_HELD},
+        {"verity-root-active-clone", ACTIVE,
+         {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}, {"/dev/vdb2", 1}}, 3, 0,
+         BSG_SCAN, BSG_REASON_CLONE},
+        {"verity-root-other-slot", ACTIVE,
+         {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}, {"/dev/vdb2", 1}}, 3, 2,
+         BSG_SKIP, BSG_REASON_CLONE},
+        {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
+        {"untrusted-multi-device", SKIPALL, {{"/dev/loop1", 1, 1, 2, .hotplug = true}, {"/dev/loop2", 1, 2, 2, .hotplug = true}},
+         2, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
+        {"untrusted-seed", SKIPALL, {{"/dev/nbd0", 1, .seed = true, .hotplug = true}}, 1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
         {"fixed-disk-fsid-mounted", SKIPALL, {{"/dev/b", 1, .fsid_mounted = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         /* issue 10 item 1: a fake multi-device or seed copy beside the clones */
         {"fake-multi-device-copy", SKIPALL,
@@ -152,7 +168,7 @@ static const struct policy_case policy_cases[] = {
         {"usb-fake-multi-device-of-internal", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, 1, 2, .hotplug = true}}, 2, 0,
          BSG_SCAN, BSG_REASON_UNIQUE},
         {"two-usb-clones", SKIPALL, {{"/dev/u1", 1, .hotplug = true}, {"/dev/u2", 1, .hotplug = true}}, 2, 0,
-         BSG_SKIP, BSG_REASON_CLONE},
+         BSG_SKIP, BSG_REASON_UNTRUSTED},
         {"usb-booted-from-itself", SKIPALL,
          {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true, .self_mounted = true, .member = true}}, 2, 1, BSG_SKIP,
          BSG_REASON_CLONE},

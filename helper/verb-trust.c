@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* `trust DEVNODE`: the rules' question for a block device that carries no btrfs (issue 18 case 4):
+ * is it trusted storage? Prints BTRFS_SCAN_GATE_TRUSTED=1|0 and, for untrusted storage that carries
+ * a trusted device's partition name, PARTUUID, filesystem UUID or label, UDISKS_IGNORE=1. Reads sysfs,
+ * the configuration and udev's database; never opens the device, takes no lock, changes nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libudev.h>
+
+#include "gate.h"
+#include "util.h"
+
+static void print_kv(const char *key, const char *value)
+{
+        printf("%s=%s\n", key, value);
+}
+
+/* The names a device carries that a shared /dev/disk link is made from (udev's environment). */
+static const char *const name_keys[] = {"ID_PART_ENTRY_NAME", "ID_PART_ENTRY_UUID", "ID_FS_UUID", "ID_FS_LABEL"};
+
+static bool same_name(const char *key, const char *a, const char *b)
+{
+        if (isempty(a) || isempty(b))
+                return false;
+        /* UUIDs in any case; names exactly */
+        return strstr(key, "UUID") ? strcasecmp(a, b) == 0 : streq(a, b);
+}
+
+/* Whether another block device that is trusted storage carries one of DEVNODE's names (udev's
+ * database of the others: a device it does not know yet does not count). */
+static bool impersonates_trusted(const struct ctx *c, dev_t self)
+{
+        const char *mine[ELEMENTSOF(name_keys)];
+        bool any = false;
+
+        for (size_t k = 0; k < ELEMENTSOF(name_keys); k++)
+                any |= !isempty(mine[k] = getenv(name_keys[k]));
+        if (!any)
+                return false;
+        struct udev *udev = udev_new();
+        if (!udev)
+                return false;
+        struct udev_enumerate *en = udev_enumerate_new(udev);
+        bool found = false;
+        if (en && udev_enumerate_add_match_subsystem(en, "block") >= 0 && udev_enumerate_scan_devices(en) >= 0) {
+                struct udev_list_entry *le;
+                udev_list_entry_foreach(le, udev_enumerate_get_list_entry(en)) {
+                        if (found)
+                                break;
+                        struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
+                        if (!dev)
+                                continue;
+                        dev_t devnum = udev_device_get_devnum(dev);
+                        bool match = false;
+                        for (size_t k = 0; k < ELEMENTSOF(name_keys) && !match; k++)
+                                match = same_name(name_keys[k], mine[k], udev_device_get_property_value(dev, name_keys[k]));
+                        bool by_config;
+                        if (match && devnum && devnum != self &&
+                            bsg_devnum_is_trusted(devnum, c->trusted_devnums, c->n_trusted_devnums, &by_config))
+                                found = true;
+                        udev_device_unref(dev);
+                }
+        }
+        if (en)
+                udev_enumerate_unref(en);
+        udev_unref(udev);
+        return found;
+}
+
+int run_trust(struct ctx *c)
+{
+        int r;
+
+        gather_trust_inputs(c);
+        r = bsg_devs_add_event(&c->devs, c->devnode);
+        if (r < 0) {
+                /* nothing known of it: untrusted (fail closed) */
+                print_kv("BTRFS_SCAN_GATE_TRUSTED", "0");
+                return 0;
+        }
+        bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
+        const struct bsg_dev *d = &c->devs.v[r];
+        print_kv("BTRFS_SCAN_GATE_TRUSTED", d->untrusted ? "0" : "1");
+        if (c->verbose)
+                log_msg_debug("%s: %s (%s)", d->devnode, d->untrusted ? "untrusted" : "trusted", d->trust_why);
+        if (d->untrusted && impersonates_trusted(c, d->devnum))
+                print_kv("UDISKS_IGNORE", "1");
+        return 0;
+}

@@ -767,6 +767,10 @@ static void log_reads(struct ctx *c)
                 const struct bsg_dev *d = &c->devs.v[i];
                 if (d->read_result == -ETIMEDOUT)
                         log_msg("%s: superblock read did not finish within the timeout, ignoring", d->devnode);
+                else if (d->read_result == -ENOMEDIUM)
+                        log_debug("%s: superblock read failed: %s", d->devnode, strerror(-d->read_result));
+                else if (d->read_result < 0 && d->read_result != -ENODATA)
+                        log_msg("%s: superblock read failed: %s", d->devnode, strerror(-d->read_result));
                 if (d->parse_result == BSG_SB_INVALID)
                         log_msg("%s: invalid btrfs superblock: %s", d->devnode, d->problem);
                 if (d->parse_result == 0 && d->sb.csum_state == BSG_CSUM_NOT_VERIFIED)

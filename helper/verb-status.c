@@ -33,11 +33,61 @@ static void json_u64_or_null(bool present, uint64_t v)
                 fputs("null", stdout);
 }
 
+/* "/dev/sda" before "/dev/sda2" before "/dev/sda10", as a person reads them */
+static int entry_order(const void *a, const void *b)
+{
+        const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+        return strverscmp(x->devnode ? x->devnode : "", y->devnode ? y->devnode : "");
+}
+
+/* What went wrong with the device's read, with the errno where there is one: "read failed:
+ * Permission denied" (a status table that says only "read failed" gives nothing to act on). */
+static const char *problem_text(const struct bsg_dev *d, char *buf, size_t size)
+{
+        if (!d || d->parse_result == 0)
+                return NULL;
+        if (d->read_result < 0 && d->read_result != -ETIMEDOUT && d->read_result != -ENODATA) {
+                snprintf(buf, size, "read failed: %s", strerror(-d->read_result));
+                return buf;
+        }
+        return d->problem;
+}
+
+/* A comma-separated skip list as a JSON array of strings (null when LIST is NULL: unknown). */
+static void json_list(const char *list)
+{
+        if (!list) {
+                fputs("null", stdout);
+                return;
+        }
+        putchar('[');
+        for (const char *p = list; *p;) {
+                size_t n = strcspn(p, ",\n");
+                if (n) {
+                        _cleanup_free_ char *tok = strndup(p, n);
+                        if (p != list)
+                                fputs(", ", stdout);
+                        json_str(tok ? tok : "");
+                }
+                p += n;
+                if (*p)
+                        p++;
+        }
+        putchar(']');
+}
+
+static const char *json_bool(bool v)
+{
+        return v ? "true" : "false";
+}
+
 int run_status(struct ctx *c)
 {
         ssize_t ti;
         int lock_fd = -1, r = gather(c, &ti, &lock_fd);
         _cleanup_free_ char *current = NULL, *list = NULL;
+        _cleanup_free_ const struct entry **order = NULL;
+        char problem[128];
 
         if (r < 0) {
                 log_msg("cannot decide: %s", strerror(-r));
@@ -45,19 +95,34 @@ int run_status(struct ctx *c)
         }
         if (plan_skip_list(c->e, c->n, &list, NULL) == -ENOMEM)
                 return 1;
+        order = calloc(c->n + 1, sizeof(*order));
+        if (!order) {
+                log_msg("out of memory");
+                return 1;
+        }
+        for (size_t i = 0; i < c->n; i++)
+                order[i] = &c->e[i];
+        qsort(order, c->n, sizeof(*order), entry_order);
         bool have_current = bsg_skip_scan_read(&current) >= 0;
         const char *slot = c->have_active_slot ? c->active_slot : "";
+        const char *cannot = kernel_cannot_apply(c, list);
+        bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {
-                printf("{\n  \"version\": \"%s\",\n  \"kernel\": {\"control\": %s, \"skip_scan\": %s, "
-                       "\"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
-                       BSG_VERSION, c->caps.control ? "true" : "false", c->caps.skip_scan ? "true" : "false",
-                       c->caps.skip_scan_writable ? "true" : "false", c->caps.virtual_fsid ? "true" : "false",
-                       c->caps.temp_fsid ? "true" : "false");
+                /* format 1: lists are arrays, what is not known is null, devices sorted by name */
+                printf("{\n  \"format\": 1,\n  \"version\": \"%s\",\n  \"kernel\": {\"control\": %s, "
+                       "\"skip_scan\": %s, \"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
+                       BSG_VERSION, json_bool(c->caps.control),
+                       c->caps.skip_scan || loaded ? json_bool(c->caps.skip_scan) : "null",
+                       c->caps.skip_scan ? json_bool(c->caps.skip_scan_writable) : "null",
+                       loaded ? json_bool(c->caps.virtual_fsid) : "null",
+                       loaded ? json_bool(c->caps.temp_fsid) : "null");
                 printf("  \"skip_scan_current\": ");
-                json_str(have_current ? current : NULL);
+                json_list(have_current ? current : NULL);
                 printf(",\n  \"skip_scan_computed\": ");
-                json_str(list);
+                json_list(list);
+                printf(",\n  \"skip_scan_applicable\": %s", json_bool(!cannot));
+                printf(",\n  \"configuration_errors\": %s", json_bool(config_has_errors(c)));
                 printf(",\n  \"active_slot\": ");
                 json_str_or_null(slot);
                 printf(",\n  \"active_slot_source\": ");
@@ -66,7 +131,7 @@ int run_status(struct ctx *c)
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
                 bool first = true;
                 for (size_t i = 0; i < c->n; i++) {
-                        const struct entry *e = &c->e[i];
+                        const struct entry *e = order[i];
                         const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
                         struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
                         bool btrfs = e->pd.state == BSG_DEV_BTRFS, parsed = d && d->parse_result == 0;
@@ -86,17 +151,19 @@ int run_status(struct ctx *c)
                         json_u64_or_null(btrfs, e->pd.num_devices);
                         printf(", \"generation\": ");
                         json_u64_or_null(btrfs, e->generation);
-                        printf(", \"seed\": %s, \"slot\": ", e->pd.seeding ? "true" : "false");
+                        printf(", \"seed\": %s, \"slot\": ", btrfs ? json_bool(e->pd.seeding) : "null");
                         json_str_or_null(e->has_slot ? e->slot : NULL);
+                        /* active or not is known only of a device with a slot while the active slot is known */
                         printf(", \"slot_active\": %s, \"decision\": \"%s\", \"reason\": \"%s\", \"registered\": %s",
-                               e->pd.slot_active ? "true" : "false", bsg_decision_name(e->v.decision),
-                               bsg_reason_name(e->v.reason), rec && rec->registered ? "true" : "false");
+                               e->has_slot && c->have_active_slot ? json_bool(e->pd.slot_active) : "null",
+                               bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason),
+                               rec ? json_bool(rec->registered) : "null");
                         printf(", \"checksum\": ");
                         json_str(parsed ? bsg_csum_type_name(d->sb.csum_type) : NULL);
                         printf(", \"checksum_state\": ");
                         json_str(parsed ? bsg_csum_state_name(d->sb.csum_state) : NULL);
                         printf(", \"problem\": ");
-                        json_str_or_null(d && d->parse_result != 0 ? d->problem : NULL);
+                        json_str_or_null(problem_text(d, problem, sizeof(problem)));
                         printf(", \"label\": ");
                         json_str_or_null(parsed ? d->sb.label : NULL);
                         /* what libblkid says of the same bytes (never a second read of the device) */
@@ -111,36 +178,41 @@ int run_status(struct ctx *c)
                         printf("}}");
                 }
                 printf("\n  ]\n}\n");
-                return 0;
+        } else {
+                printf("kernel: control %s, skip_scan %s, virtual_fsid %s, temp_fsid %s\n",
+                       c->caps.control ? "present" : "absent (btrfs not loaded)",
+                       !c->caps.skip_scan ? "absent (unpatched)" : c->caps.skip_scan_writable ? "writable" : "read-only",
+                       c->caps.virtual_fsid ? "yes" : "no", c->caps.temp_fsid ? "yes" : "no");
+                printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
+                printf("skip_scan (computed): %s%s\n", list, cannot ? " (the kernel cannot apply it)" : "");
+                printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
+                       bsg_slot_source_name(c->slot_source),
+                       c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
+                printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
+                       "DECIDE", "REASON", "CHECKSUM");
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = order[i];
+                        const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
+                        const char *pt = problem_text(d, problem, sizeof(problem));
+                        char fsid[37] = "-", csum[160] = "-";
+                        if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
+                                continue;
+                        if (e->pd.state == BSG_DEV_BTRFS)
+                                bsg_uuid_format(e->pd.fsid, fsid);
+                        if (d && d->parse_result == 0)
+                                snprintf(csum, sizeof(csum), "%s,%s", bsg_csum_type_name(d->sb.csum_type),
+                                         bsg_csum_state_name(d->sb.csum_state));
+                        else if (pt)
+                                snprintf(csum, sizeof(csum), "(%s)", pt);
+                        printf("%-24s %-36s %5" PRIu64 " %10" PRIu64 " %-4s %-6s %-26s %s\n", e->devnode, fsid,
+                               e->pd.devid, e->generation, e->has_slot ? e->slot : "-",
+                               bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason), csum);
+                }
         }
-        printf("kernel: control %s, skip_scan %s, virtual_fsid %s, temp_fsid %s\n",
-               c->caps.control ? "present" : "absent (btrfs not loaded)",
-               !c->caps.skip_scan ? "absent (unpatched)" : c->caps.skip_scan_writable ? "writable" : "read-only",
-               c->caps.virtual_fsid ? "yes" : "no", c->caps.temp_fsid ? "yes" : "no");
-        printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
-        printf("skip_scan (computed): %s\n", list);
-        printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
-               bsg_slot_source_name(c->slot_source),
-               c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
-        printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
-               "DECIDE", "REASON", "CHECKSUM");
-        for (size_t i = 0; i < c->n; i++) {
-                const struct entry *e = &c->e[i];
-                const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
-                char fsid[37] = "-", csum[64] = "-";
-                if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
-                        continue;
-                if (e->pd.state == BSG_DEV_BTRFS)
-                        bsg_uuid_format(e->pd.fsid, fsid);
-                if (d && d->parse_result == 0)
-                        snprintf(csum, sizeof(csum), "%s,%s", bsg_csum_type_name(d->sb.csum_type),
-                                 bsg_csum_state_name(d->sb.csum_state));
-                else if (d && d->problem)
-                        snprintf(csum, sizeof(csum), "(%s)", d->problem);
-                printf("%-24s %-36s %5" PRIu64 " %10" PRIu64 " %-4s %-6s %-26s %s\n", e->devnode, fsid,
-                       e->pd.devid, e->generation, e->has_slot ? e->slot : "-", bsg_decision_name(e->v.decision),
-                       bsg_reason_name(e->v.reason), csum);
-        }
-        return 0;
+        /* exit 3: decided, but not in force as decided; the messages say why */
+        if (cannot)
+                log_msg("status: the kernel cannot apply the skip list: %s", cannot);
+        if (config_has_errors(c))
+                log_msg("status: the configuration has errors (see above): decided on what remained");
+        return cannot || config_has_errors(c) ? 3 : 0;
 }
-

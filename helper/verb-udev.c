@@ -177,8 +177,11 @@ int run_udev(struct ctx *c)
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");
 
+        /* a node that is not there (or names no device) is said to be missing, not "not btrfs" */
+        bool missing = t->v.decision == BSG_IGNORE &&
+                       (d->read_result == -ENOENT || d->read_result == -ENXIO || d->read_result == -ENODEV);
         print_kv("BTRFS_SCAN_GATE_DECISION", bsg_decision_name(t->v.decision));
-        print_kv("BTRFS_SCAN_GATE_REASON", bsg_reason_name(t->v.reason));
+        print_kv("BTRFS_SCAN_GATE_REASON", missing ? "missing-device" : bsg_reason_name(t->v.reason));
         if (t->pd.state == BSG_DEV_BTRFS) {
                 char fsid[37], num[32];
                 bsg_uuid_format(t->pd.fsid, fsid);

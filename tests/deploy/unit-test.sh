@@ -22,6 +22,7 @@ has After modprobe@btrfs.service
 has Type oneshot
 has RemainAfterExit yes
 has WantedBy sysinit.target
+has SuccessExitStatus 3
 [ "$(value ExecStart)" = "$helper boot " ] || fail "ExecStart= is '$(value ExecStart)', not '$helper boot'"
 case " $(value After) " in *" systemd-udev-trigger.service "*) fail "After=systemd-udev-trigger.service" ;; esac
 

@@ -404,10 +404,20 @@ static void setup(Case *c, char *directives)
                         skipscan = v;
                 else if (!strcmp(d, "rundir") && v)
                         rundir = v;
-                else if (!strcmp(d, "user") && v) {
+                else if (!strcmp(d, "root")) {
+                        /* status, boot and reconcile refuse to run as another user ("needs root") */
+                        if (geteuid() != 0) {
+                                printf("SKIP: the case runs a command that needs root, and the runner is not root\n");
+                                exit(77);
+                        }
+                } else if (!strcmp(d, "user") && v) {
                         struct passwd *pw = getpwnam(v);
                         if (!pw)
                                 die("user=%s: no such user", v);
+                        if (geteuid() != 0) {
+                                printf("SKIP: user=%s needs the runner to be root (to drop to that user)\n", v);
+                                exit(77);
+                        }
                         c->as_user = true;
                         c->uid = pw->pw_uid;
                         c->gid = pw->pw_gid;

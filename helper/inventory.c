@@ -247,6 +247,17 @@ static void load_platform_slots(struct ctx *c)
 
         uint64_t sum = 0;
 
+        /* left at its default, system.conf is found where RAUC finds it (the first that exists);
+         * messages then name the file read */
+        if (streq(c->config.rauc_system_conf, BSG_RAUC_SYSTEM_CONF_DEFAULT)) {
+                static const char *const search[] = BSG_RAUC_SYSTEM_CONF_SEARCH;
+                for (size_t i = 0; i < sizeof(search) / sizeof(search[0]); i++)
+                        if (access(search[i], F_OK) == 0) {
+                                snprintf(c->config.rauc_system_conf, sizeof(c->config.rauc_system_conf), "%s",
+                                         search[i]);
+                                break;
+                        }
+        }
         /* the slots are inputs of the decision: into the seal's hash (the config's path names them) */
         if (!isempty(c->config.rauc_system_conf) &&
             bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len) >= 0) {

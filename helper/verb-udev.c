@@ -208,8 +208,12 @@ int run_udev(struct ctx *c)
                 print_kv("ID_BTRFS_READY", plan_all_devices_present(c->e, c->n, t, false) ? "1" : "0");
         bool inactive_clone = (t->v.reason == BSG_REASON_CLONE || t->v.reason == BSG_REASON_RAID_CLONE_INACTIVE) &&
                               t->v.decision == BSG_SKIP && t->has_slot && c->have_active_slot && !t->pd.slot_active;
-        if (inactive_clone || !bsg_verdict_may_own_links(&t->v))
+        if (inactive_clone || !bsg_verdict_may_own_links(&t->v)) {
                 print_kv("UDISKS_IGNORE", "1");
+                /* the same again under the gate's own name: 99-btrfs-scan-gate-late.rules puts
+                 * UDISKS_IGNORE=1 back after later rules that set it (SteamOS's partsets rules) */
+                print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");
+        }
         if (lock_fd >= 0)
                 close(lock_fd);
         return 0;

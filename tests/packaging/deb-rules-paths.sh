@@ -10,7 +10,7 @@ cd "$src"
 # without the .pc files (PKG_CONFIG_LIBDIR at an empty directory): trixie's paths
 empty=$(mktemp -d "${TMPDIR:-/tmp}/deb-rules-paths.XXXXXX")
 trap 'rm -rf "$empty"' EXIT
-got=$(PKG_CONFIG_LIBDIR=$empty PKG_CONFIG_PATH= make -s -f debian/rules print-paths) || fail "debian/rules print-paths failed"
+got=$(PKG_CONFIG_LIBDIR=$empty PKG_CONFIG_PATH='' make -s -f debian/rules print-paths) || fail "debian/rules print-paths failed"
 [ "$got" = "UDEVDIR=/usr/lib/udev UNITDIR=/usr/lib/systemd/system" ] || fail "without udev.pc/systemd.pc: '$got'"
 # with them: what they say
 want="UDEVDIR=$(pkg-config --variable=udevdir udev 2>/dev/null || echo /usr/lib/udev) UNITDIR=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /usr/lib/systemd/system)"

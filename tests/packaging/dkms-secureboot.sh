@@ -39,7 +39,7 @@ one() {
     # as dkms's read_conf: sourced by bash, $kernelver set, stdout discarded
     local got
     got=$(cd / && env -i PATH="$path" BSG_EFIVARS_DIR="$work/efivars" BSG_DKMS_FRAMEWORK_CONF="$work/framework.conf" \
-        MOK_ENROLLED=$([ "$mok" = enrolled ] && echo yes || echo no) kernelver=6.1.0-57-amd64 \
+        MOK_ENROLLED="$([ "$mok" = enrolled ] && echo yes || echo no)" kernelver=6.1.0-57-amd64 \
         bash -c '. "$1" >/dev/null; [[ $kernelver =~ $BUILD_EXCLUSIVE_KERNEL ]] && echo build || echo skip' \
         sh "$work/src/dkms.conf" 2>"$work/$name.err")
     [ "$got" = "$want" ] || { cat "$work/$name.err"; fail "$name: $got, expected $want"; }

@@ -4,9 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "gate.h"
@@ -76,6 +80,86 @@ static void json_list(const char *list)
         putchar(']');
 }
 
+/* Which btrfs module each installed kernel would load (issue 20 item 2): "dkms" (a btrfs.ko under
+ * updates/dkms, which modprobe prefers: btrfs-scan-gate-dkms's patched module), "in-tree", "built-in",
+ * or NULL (none found). Reads /lib/modules only; never loads anything. */
+static bool exists_any(const char *dir, const char *base)
+{
+        static const char *const ext[] = {"", ".xz", ".zst", ".gz"};
+        char p[PATH_MAX];
+        for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+                snprintf(p, sizeof(p), "%s/%s%s", dir, base, ext[i]);
+                if (access(p, F_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static const char *kernel_btrfs_module(const char *release)
+{
+        char dir[PATH_MAX];
+        _cleanup_free_ char *builtin = NULL;
+
+        snprintf(dir, sizeof(dir), "/lib/modules/%s", release);
+        if (exists_any(dir, "updates/dkms/btrfs.ko"))
+                return "dkms";
+        if (exists_any(dir, "kernel/fs/btrfs/btrfs.ko"))
+                return "in-tree";
+        snprintf(dir, sizeof(dir), "/lib/modules/%s/modules.builtin", release);
+        if (bsg_read_file(dir, 1 << 20, &builtin, NULL) >= 0 && strstr(builtin, "kernel/fs/btrfs/btrfs.ko"))
+                return "built-in";
+        return NULL;
+}
+
+static int release_order(const void *a, const void *b)
+{
+        return strverscmp(*(char *const *)b, *(char *const *)a); /* newest first */
+}
+
+static void kernels_free(char **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+/* The installed kernels (names under /lib/modules), newest first; *ret_n of them. NULL if none. */
+static char **installed_kernels(size_t *ret_n)
+{
+        DIR *d = opendir("/lib/modules");
+        struct dirent *de;
+        char **v = NULL;
+        size_t n = 0;
+
+        *ret_n = 0;
+        if (!d)
+                return NULL;
+        while ((de = readdir(d))) {
+                char p[PATH_MAX];
+                struct stat st;
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(p, sizeof(p), "/lib/modules/%s", de->d_name);
+                if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                char **nv = realloc(v, (n + 1) * sizeof(*v));
+                if (nv)
+                        v = nv;
+                if (!nv || !(v[n] = strdup(de->d_name))) {
+                        kernels_free(v, n); /* out of memory: the list is left out, nothing else */
+                        v = NULL;
+                        n = 0;
+                        break;
+                }
+                n++;
+        }
+        closedir(d);
+        if (n)
+                qsort(v, n, sizeof(*v), release_order);
+        *ret_n = n;
+        return v;
+}
+
 static const char *json_bool(bool v)
 {
         return v ? "true" : "false";
@@ -106,6 +190,11 @@ int run_status(struct ctx *c)
         bool have_current = bsg_skip_scan_read(&current) >= 0;
         const char *slot = c->have_active_slot ? c->active_slot : "";
         const char *cannot = kernel_cannot_apply(c, list);
+        struct utsname uts;
+        size_t n_kernels = 0;
+        char **kernels = installed_kernels(&n_kernels);
+        if (uname(&uts) < 0)
+                uts.release[0] = '\0';
         bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {
@@ -127,6 +216,15 @@ int run_status(struct ctx *c)
                 json_str_or_null(slot);
                 printf(",\n  \"active_slot_source\": ");
                 json_str(bsg_slot_source_name(c->slot_source));
+                printf(",\n  \"kernels\": [");
+                for (size_t i = 0; i < n_kernels; i++) {
+                        printf("%s{\"release\": ", i ? ", " : "");
+                        json_str(kernels[i]);
+                        printf(", \"running\": %s, \"btrfs_module\": ", json_bool(streq(kernels[i], uts.release)));
+                        json_str(kernel_btrfs_module(kernels[i]));
+                        putchar('}');
+                }
+                printf("]");
                 printf(",\n  \"clone_policy\": \"%s\",\n  \"devices\": [",
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
                 bool first = true;
@@ -185,6 +283,15 @@ int run_status(struct ctx *c)
                        c->caps.virtual_fsid ? "yes" : "no", c->caps.temp_fsid ? "yes" : "no");
                 printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
                 printf("skip_scan (computed): %s%s\n", list, cannot ? " (the kernel cannot apply it)" : "");
+                for (size_t i = 0; i < n_kernels; i++) {
+                        const char *m = kernel_btrfs_module(kernels[i]);
+                        printf("%s %s%s: %s\n", i ? "        " : "kernels:", kernels[i],
+                               streq(kernels[i], uts.release) ? " (running)" : "",
+                               !m                   ? "no btrfs module found"
+                               : streq(m, "dkms")   ? "btrfs from updates/dkms (btrfs-scan-gate-dkms: patched)"
+                               : streq(m, "in-tree") ? "in-tree btrfs (unpatched: no virtual_fsid, no skip_scan)"
+                                                    : "btrfs built in (unpatched unless the kernel was built with the series)");
+                }
                 printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
                        bsg_slot_source_name(c->slot_source),
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
@@ -209,6 +316,7 @@ int run_status(struct ctx *c)
                                bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason), csum);
                 }
         }
+        kernels_free(kernels, n_kernels);
         /* exit 3: decided, but not in force as decided; the messages say why */
         if (cannot)
                 log_msg("status: the kernel cannot apply the skip list: %s", cannot);

@@ -133,6 +133,13 @@ in_root dpkg-divert --list "*64-btrfs*" >"$logs/diversions-upgraded.txt"
 cp "$root/usr/lib/udev/rules.d/64-btrfs.rules" "$logs/upgraded-64-btrfs.rules"
 sha256sum "$root/usr/lib/udev/rules.d/64-btrfs.rules.btrfs-scan-gate-distrib-usr" >"$logs/upgraded-distrib.sha256" 2>&1 || true
 udev_test upgraded
+# the package upgraded (reinstalled) on the moved udev: preinst upgrade with its diversions in place
+in_root dpkg -i /tmp/$(cd "$root/tmp" && ls btrfs-scan-gate_*.deb) >"$logs/dpkg-reinstall.log" 2>&1 ||
+    { cat "$logs/dpkg-reinstall.log"; echo "dpkg -i (upgrade over itself) failed"; exit 1; }
+in_root dpkg-divert --list "*64-btrfs*" >"$logs/diversions-reinstalled.txt"
+cmp -s "$root/usr/lib/udev/rules.d/64-btrfs.rules" "$logs/upgraded-64-btrfs.rules" ||
+    { echo "after the package upgrade: 64-btrfs.rules is not the gate'"'"'s"; exit 1; }
+sha256sum "$root/usr/lib/udev/rules.d/64-btrfs.rules.btrfs-scan-gate-distrib-usr" >"$logs/reinstalled-distrib.sha256" 2>&1 || true
 in_root dpkg -r btrfs-scan-gate btrfs-scan-gate-dkms >"$logs/dpkg-remove.log" 2>&1 ||
     { cat "$logs/dpkg-remove.log"; echo "dpkg -r failed"; exit 1; }
 in_root dpkg-divert --list "*64-btrfs*" >"$logs/diversions-removed.txt"
@@ -182,6 +189,9 @@ grep -q "Importing properties from results of '/usr/bin/btrfs-scan-gate udev $lo
 stock=$(awk '{print $1; exit}' "$L/stock-rules.sha256")
 grep -q "^$stock " "$L/upgraded-distrib.sha256" ||
     { cat "$L/upgraded-distrib.sha256"; fail "udev's new 64-btrfs.rules is not the stock file under .btrfs-scan-gate-distrib-usr"; }
+cmp -s "$L/diversions-upgraded.txt" "$L/diversions-reinstalled.txt" ||
+    { diff "$L/diversions-upgraded.txt" "$L/diversions-reinstalled.txt"; fail "the package upgrade changed the diversions"; }
+grep -q "^$stock " "$L/reinstalled-distrib.sha256" || fail "the package upgrade lost udev's diverted 64-btrfs.rules"
 # removed, purged
 [ ! -s "$L/verify-udev.txt" ] || { cat "$L/verify-udev.txt"; fail "dpkg --verify udev after purge: udev's files are not as udev shipped them"; }
 [ ! -s "$L/diversions-removed.txt" ] || { cat "$L/diversions-removed.txt"; fail "diversions left after remove"; }

@@ -88,7 +88,8 @@ static bool exists_any(const char *dir, const char *base)
         static const char *const ext[] = {"", ".xz", ".zst", ".gz"};
         char p[PATH_MAX];
         for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-                snprintf(p, sizeof(p), "%s/%s%s", dir, base, ext[i]);
+                if ((size_t)snprintf(p, sizeof(p), "%s/%s%s", dir, base, ext[i]) >= sizeof(p))
+                        continue;
                 if (access(p, F_OK) == 0)
                         return true;
         }

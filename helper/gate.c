@@ -69,6 +69,28 @@ void add_error(struct ctx *c, const char *token)
         add_token(c->errors, sizeof(c->errors), token);
 }
 
+bool ctx_has_error(const struct ctx *c, const char *token)
+{
+        size_t l = strlen(token);
+        for (const char *p = c->errors; (p = strstr(p, token)); p++)
+                if ((p == c->errors || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
+                        return true;
+        return false;
+}
+
+bool config_has_errors(const struct ctx *c)
+{
+        return ctx_has_error(c, "config-invalid") || ctx_has_error(c, "config-unreadable");
+}
+
+const char *kernel_cannot_apply(const struct ctx *c, const char *list)
+{
+        if (!list || !*list || c->caps.skip_scan || c->caps.temp_fsid)
+                return NULL; /* nothing to keep out, or a kernel that takes the list or needs none */
+        return c->caps.control ? "the btrfs module has no skip_scan parameter (unpatched)"
+                               : "btrfs is not loaded (no skip_scan parameter)";
+}
+
 void ctx_done(struct ctx *c)
 {
         free(c->cmdline);

@@ -144,6 +144,13 @@ void log_decision(const struct entry *e);
 void add_token(char *buf, size_t size, const char *token);
 void add_error(struct ctx *c, const char *token);
 void ctx_done(struct ctx *c);
+/* Whether TOKEN is one of c->errors. */
+bool ctx_has_error(const struct ctx *c, const char *token);
+/* The configuration had errors (lines ignored, or an unreadable file): decided on what remained. */
+bool config_has_errors(const struct ctx *c);
+/* Why the kernel cannot apply the skip list LIST (a non-empty list, no skip_scan parameter and no
+ * temp_fsid), or NULL when it can or there is nothing to apply. The exit status 3 of boot and status. */
+const char *kernel_cannot_apply(const struct ctx *c, const char *list);
 /* The helper's own ELF build ID (the note the linker writes), for the seal's hash: a rebuilt helper
  * does not trust its predecessor's seal. Returns 0 or -ENOENT (linked without one). */
 int bsg_build_id(const void **ret_id, size_t *ret_len);

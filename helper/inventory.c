@@ -286,6 +286,17 @@ static void load_platform_slots(struct ctx *c)
 
         uint64_t sum = 0;
 
+        /* left at its default, system.conf is found where RAUC finds it (the first that exists);
+         * messages then name the file read */
+        if (streq(c->config.rauc_system_conf, BSG_RAUC_SYSTEM_CONF_DEFAULT)) {
+                static const char *const search[] = BSG_RAUC_SYSTEM_CONF_SEARCH;
+                for (size_t i = 0; i < sizeof(search) / sizeof(search[0]); i++)
+                        if (access(search[i], F_OK) == 0) {
+                                snprintf(c->config.rauc_system_conf, sizeof(c->config.rauc_system_conf), "%s",
+                                         search[i]);
+                                break;
+                        }
+        }
         /* the slots are inputs of the decision: into the seal's hash (the config's path names them) */
         if (!isempty(c->config.rauc_system_conf) &&
             bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len) >= 0) {
@@ -835,6 +846,10 @@ static void log_reads(struct ctx *c)
                 const struct bsg_dev *d = &c->devs.v[i];
                 if (d->read_result == -ETIMEDOUT)
                         log_msg("%s: superblock read did not finish within the timeout, ignoring", d->devnode);
+                else if (d->read_result == -ENOMEDIUM)
+                        log_debug("%s: superblock read failed: %s", d->devnode, strerror(-d->read_result));
+                else if (d->read_result < 0 && d->read_result != -ENODATA)
+                        log_msg("%s: superblock read failed: %s", d->devnode, strerror(-d->read_result));
                 if (d->parse_result == BSG_SB_INVALID)
                         log_msg("%s: invalid btrfs superblock: %s", d->devnode, d->problem);
                 if (d->parse_result == 0 && d->sb.csum_state == BSG_CSUM_NOT_VERIFIED)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gate.h"
 #include "util.h"
@@ -64,7 +65,9 @@ static void help(void)
                "  -h, --help, --version\n"
                "\n"
                "Exit status: 0 success (udev: always, problems are in BTRFS_SCAN_GATE_ERROR=); 1 failure of\n"
-               "boot, reconcile or status; 2 usage error. See btrfs-scan-gate(8).\n");
+               "boot, reconcile or status (also: not run as root); 2 usage error; 3 (boot, status) decided,\n"
+               "but the configuration has errors or the kernel cannot apply the skip list. See\n"
+               "btrfs-scan-gate(8).\n");
 }
 
 static int parse_seconds(const char *opt, const char *arg, double *ret)
@@ -157,8 +160,12 @@ static int parse_options(int argc, char **argv, struct ctx *c)
 int main(int argc, char **argv)
 {
         struct ctx c = {.read_timeout = 10, .lock_timeout = 10};
+        char verb_prog[64];
         int ret, r;
 
+        /* getopt's messages name argv[0]: the program, whatever path it was started by */
+        if (argc > 0)
+                argv[0] = (char *)"btrfs-scan-gate";
         /* options before the command, then options after it up to its first operand */
         r = parse_options(argc, argv, &c);
         if (r <= 0)
@@ -185,6 +192,8 @@ int main(int argc, char **argv)
         /* getopt starts again after the command: argv[optind] becomes its argv[0] */
         int sub_argc = argc - optind;
         char **sub_argv = argv + optind;
+        snprintf(verb_prog, sizeof(verb_prog), "btrfs-scan-gate %s", verb); /* "btrfs-scan-gate status: ..." */
+        sub_argv[0] = verb_prog;
         optind = 1;
         r = parse_options(sub_argc, sub_argv, &c);
         if (r <= 0)
@@ -206,6 +215,12 @@ int main(int argc, char **argv)
         if ((c.json && c.verb != VERB_STATUS) || ((c.write_modprobe || c.print_cmdline) && c.verb != VERB_BOOT)) {
                 log_msg("%s: option not valid for this command; see --help", verb);
                 return 2;
+        }
+        /* status, boot and reconcile read every block device and the kernel's state: as another user
+         * they would print a table of "unreadable" and "not ready" that is not the system's */
+        if (c.verb != VERB_UDEV && geteuid() != 0) {
+                log_msg("%s: needs root (reads every block device and the kernel's btrfs state)", verb);
+                return 1;
         }
         c.read_deadline = bsg_now_usec() + (uint64_t)(c.read_timeout * 1e6);
 

@@ -5,6 +5,12 @@
 
 #include <stddef.h>
 
+/* Where RAUC looks for system.conf, in its order: the first that exists is the one it uses (RAUC's
+ * reference, "System Configuration File"). The configuration's default rauc_system_conf is the
+ * first; left at that default, the helper looks where RAUC looks. */
+#define BSG_RAUC_SYSTEM_CONF_DEFAULT "/etc/rauc/system.conf"
+#define BSG_RAUC_SYSTEM_CONF_SEARCH {"/etc/rauc/system.conf", "/run/rauc/system.conf", "/usr/lib/rauc/system.conf"}
+
 #define BSG_RAUC_NAME_MAX 64
 #define BSG_RAUC_DEVICE_MAX 256
 

@@ -45,8 +45,12 @@ int run_boot(struct ctx *c)
                                 continue;
                         printf("%s %s %s\n", e->devnode, bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason));
                 }
-        if (c->dry_run)
+        const char *cannot = kernel_cannot_apply(c, p.skip_list);
+        if (c->dry_run) {
                 printf("skip_scan=%s\n", p.skip_list);
+                if (cannot)
+                        log_msg("the kernel cannot apply this list: %s", cannot);
+        }
         else if (lock_fd >= 0) {
                 record_all(c);
                 execute_plan(c, &p, lock_fd, NULL);
@@ -78,5 +82,11 @@ int run_boot(struct ctx *c)
         plan_done(&p);
         if (lock_fd >= 0)
                 close(lock_fd);
+        /* 3: decided, but not in force as decided (the unit's SuccessExitStatus=3: an unpatched kernel
+         * must not leave a failed unit behind, which updaters' health checks read as a bad boot) */
+        if (ret == 0 && config_has_errors(c))
+                log_msg("the configuration has errors (see above): decided on what remained");
+        if (ret == 0 && (cannot || config_has_errors(c)))
+                ret = 3;
         return ret;
 }

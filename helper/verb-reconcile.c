@@ -22,6 +22,17 @@ int run_reconcile(struct ctx *c)
                 log_msg("cannot decide: %s", strerror(-r));
                 return 1;
         }
+        /* no inventory at all (neither boot nor an event ran, nothing folded in): an empty list here
+         * would read as "nothing to skip" and, applied, would clear the kernel's list */
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/devices", bsg_rundir_path());
+        if (c->n == 0 && access(path, F_OK) < 0 && errno == ENOENT) {
+                log_msg("no inventory (%s): nothing to reconcile, the kernel's skip list left as it is; "
+                        "boot or a udev event makes one", path);
+                if (lock_fd >= 0)
+                        close(lock_fd);
+                return 1;
+        }
         r = plan_build(c->e, c->n, SIZE_MAX, PLAN_MODE_RECONCILE, &p);
         if (r < 0) {
                 log_msg("out of memory");

@@ -4,9 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "gate.h"
@@ -33,11 +37,142 @@ static void json_u64_or_null(bool present, uint64_t v)
                 fputs("null", stdout);
 }
 
+/* "/dev/sda" before "/dev/sda2" before "/dev/sda10", as a person reads them */
+static int entry_order(const void *a, const void *b)
+{
+        const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+        return strverscmp(x->devnode ? x->devnode : "", y->devnode ? y->devnode : "");
+}
+
+/* What went wrong with the device's read, with the errno where there is one: "read failed:
+ * Permission denied" (a status table that says only "read failed" gives nothing to act on). */
+static const char *problem_text(const struct bsg_dev *d, char *buf, size_t size)
+{
+        if (!d || d->parse_result == 0)
+                return NULL;
+        if (d->read_result < 0 && d->read_result != -ETIMEDOUT && d->read_result != -ENODATA) {
+                snprintf(buf, size, "read failed: %s", strerror(-d->read_result));
+                return buf;
+        }
+        return d->problem;
+}
+
+/* A comma-separated skip list as a JSON array of strings (null when LIST is NULL: unknown). */
+static void json_list(const char *list)
+{
+        if (!list) {
+                fputs("null", stdout);
+                return;
+        }
+        putchar('[');
+        for (const char *p = list; *p;) {
+                size_t n = strcspn(p, ",\n");
+                if (n) {
+                        _cleanup_free_ char *tok = strndup(p, n);
+                        if (p != list)
+                                fputs(", ", stdout);
+                        json_str(tok ? tok : "");
+                }
+                p += n;
+                if (*p)
+                        p++;
+        }
+        putchar(']');
+}
+
+/* Which btrfs module each installed kernel would load (issue 20 item 2): "dkms" (a btrfs.ko under
+ * updates/dkms, which modprobe prefers: btrfs-scan-gate-dkms's patched module), "in-tree", "built-in",
+ * or NULL (none found). Reads /lib/modules only; never loads anything. */
+static bool exists_any(const char *dir, const char *base)
+{
+        static const char *const ext[] = {"", ".xz", ".zst", ".gz"};
+        char p[PATH_MAX];
+        for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+                if ((size_t)snprintf(p, sizeof(p), "%s/%s%s", dir, base, ext[i]) >= sizeof(p))
+                        continue;
+                if (access(p, F_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static const char *kernel_btrfs_module(const char *release)
+{
+        char dir[PATH_MAX];
+        _cleanup_free_ char *builtin = NULL;
+
+        snprintf(dir, sizeof(dir), "/lib/modules/%s", release);
+        if (exists_any(dir, "updates/dkms/btrfs.ko"))
+                return "dkms";
+        if (exists_any(dir, "kernel/fs/btrfs/btrfs.ko"))
+                return "in-tree";
+        snprintf(dir, sizeof(dir), "/lib/modules/%s/modules.builtin", release);
+        if (bsg_read_file(dir, 1 << 20, &builtin, NULL) >= 0 && strstr(builtin, "kernel/fs/btrfs/btrfs.ko"))
+                return "built-in";
+        return NULL;
+}
+
+static int release_order(const void *a, const void *b)
+{
+        return strverscmp(*(char *const *)b, *(char *const *)a); /* newest first */
+}
+
+static void kernels_free(char **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+/* The installed kernels (names under /lib/modules), newest first; *ret_n of them. NULL if none. */
+static char **installed_kernels(size_t *ret_n)
+{
+        DIR *d = opendir("/lib/modules");
+        struct dirent *de;
+        char **v = NULL;
+        size_t n = 0;
+
+        *ret_n = 0;
+        if (!d)
+                return NULL;
+        while ((de = readdir(d))) {
+                char p[PATH_MAX];
+                struct stat st;
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(p, sizeof(p), "/lib/modules/%s", de->d_name);
+                if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                char **nv = realloc(v, (n + 1) * sizeof(*v));
+                if (nv)
+                        v = nv;
+                if (!nv || !(v[n] = strdup(de->d_name))) {
+                        kernels_free(v, n); /* out of memory: the list is left out, nothing else */
+                        v = NULL;
+                        n = 0;
+                        break;
+                }
+                n++;
+        }
+        closedir(d);
+        if (n)
+                qsort(v, n, sizeof(*v), release_order);
+        *ret_n = n;
+        return v;
+}
+
+static const char *json_bool(bool v)
+{
+        return v ? "true" : "false";
+}
+
 int run_status(struct ctx *c)
 {
         ssize_t ti;
         int lock_fd = -1, r = gather(c, &ti, &lock_fd);
         _cleanup_free_ char *current = NULL, *list = NULL;
+        _cleanup_free_ const struct entry **order = NULL;
+        char problem[128];
 
         if (r < 0) {
                 log_msg("cannot decide: %s", strerror(-r));
@@ -45,28 +180,57 @@ int run_status(struct ctx *c)
         }
         if (plan_skip_list(c->e, c->n, &list, NULL) == -ENOMEM)
                 return 1;
+        order = calloc(c->n + 1, sizeof(*order));
+        if (!order) {
+                log_msg("out of memory");
+                return 1;
+        }
+        for (size_t i = 0; i < c->n; i++)
+                order[i] = &c->e[i];
+        qsort(order, c->n, sizeof(*order), entry_order);
         bool have_current = bsg_skip_scan_read(&current) >= 0;
         const char *slot = c->have_active_slot ? c->active_slot : "";
+        const char *cannot = kernel_cannot_apply(c, list);
+        struct utsname uts;
+        size_t n_kernels = 0;
+        char **kernels = installed_kernels(&n_kernels);
+        if (uname(&uts) < 0)
+                uts.release[0] = '\0';
+        bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {
-                printf("{\n  \"version\": \"%s\",\n  \"kernel\": {\"control\": %s, \"skip_scan\": %s, "
-                       "\"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
-                       BSG_VERSION, c->caps.control ? "true" : "false", c->caps.skip_scan ? "true" : "false",
-                       c->caps.skip_scan_writable ? "true" : "false", c->caps.virtual_fsid ? "true" : "false",
-                       c->caps.temp_fsid ? "true" : "false");
+                /* format 1: lists are arrays, what is not known is null, devices sorted by name */
+                printf("{\n  \"format\": 1,\n  \"version\": \"%s\",\n  \"kernel\": {\"control\": %s, "
+                       "\"skip_scan\": %s, \"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
+                       BSG_VERSION, json_bool(c->caps.control),
+                       c->caps.skip_scan || loaded ? json_bool(c->caps.skip_scan) : "null",
+                       c->caps.skip_scan ? json_bool(c->caps.skip_scan_writable) : "null",
+                       loaded ? json_bool(c->caps.virtual_fsid) : "null",
+                       loaded ? json_bool(c->caps.temp_fsid) : "null");
                 printf("  \"skip_scan_current\": ");
-                json_str(have_current ? current : NULL);
+                json_list(have_current ? current : NULL);
                 printf(",\n  \"skip_scan_computed\": ");
-                json_str(list);
+                json_list(list);
+                printf(",\n  \"skip_scan_applicable\": %s", json_bool(!cannot));
+                printf(",\n  \"configuration_errors\": %s", json_bool(config_has_errors(c)));
                 printf(",\n  \"active_slot\": ");
                 json_str_or_null(slot);
                 printf(",\n  \"active_slot_source\": ");
                 json_str(bsg_slot_source_name(c->slot_source));
+                printf(",\n  \"kernels\": [");
+                for (size_t i = 0; i < n_kernels; i++) {
+                        printf("%s{\"release\": ", i ? ", " : "");
+                        json_str(kernels[i]);
+                        printf(", \"running\": %s, \"btrfs_module\": ", json_bool(streq(kernels[i], uts.release)));
+                        json_str(kernel_btrfs_module(kernels[i]));
+                        putchar('}');
+                }
+                printf("]");
                 printf(",\n  \"clone_policy\": \"%s\",\n  \"devices\": [",
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
                 bool first = true;
                 for (size_t i = 0; i < c->n; i++) {
-                        const struct entry *e = &c->e[i];
+                        const struct entry *e = order[i];
                         const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
                         struct bsg_record *rec = bsg_state_find(&c->state, e->devnum);
                         bool btrfs = e->pd.state == BSG_DEV_BTRFS, parsed = d && d->parse_result == 0;
@@ -86,17 +250,19 @@ int run_status(struct ctx *c)
                         json_u64_or_null(btrfs, e->pd.num_devices);
                         printf(", \"generation\": ");
                         json_u64_or_null(btrfs, e->generation);
-                        printf(", \"seed\": %s, \"slot\": ", e->pd.seeding ? "true" : "false");
+                        printf(", \"seed\": %s, \"slot\": ", btrfs ? json_bool(e->pd.seeding) : "null");
                         json_str_or_null(e->has_slot ? e->slot : NULL);
+                        /* active or not is known only of a device with a slot while the active slot is known */
                         printf(", \"slot_active\": %s, \"decision\": \"%s\", \"reason\": \"%s\", \"registered\": %s",
-                               e->pd.slot_active ? "true" : "false", bsg_decision_name(e->v.decision),
-                               bsg_reason_name(e->v.reason), rec && rec->registered ? "true" : "false");
+                               e->has_slot && c->have_active_slot ? json_bool(e->pd.slot_active) : "null",
+                               bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason),
+                               rec ? json_bool(rec->registered) : "null");
                         printf(", \"checksum\": ");
                         json_str(parsed ? bsg_csum_type_name(d->sb.csum_type) : NULL);
                         printf(", \"checksum_state\": ");
                         json_str(parsed ? bsg_csum_state_name(d->sb.csum_state) : NULL);
                         printf(", \"problem\": ");
-                        json_str_or_null(d && d->parse_result != 0 ? d->problem : NULL);
+                        json_str_or_null(problem_text(d, problem, sizeof(problem)));
                         printf(", \"label\": ");
                         json_str_or_null(parsed ? d->sb.label : NULL);
                         /* what libblkid says of the same bytes (never a second read of the device) */
@@ -111,45 +277,60 @@ int run_status(struct ctx *c)
                         printf("}}");
                 }
                 printf("\n  ]\n}\n");
-                return 0;
+        } else {
+                printf("kernel: control %s, skip_scan %s, virtual_fsid %s, temp_fsid %s\n",
+                       c->caps.control ? "present" : "absent (btrfs not loaded)",
+                       !c->caps.skip_scan ? "absent (unpatched)" : c->caps.skip_scan_writable ? "writable" : "read-only",
+                       c->caps.virtual_fsid ? "yes" : "no", c->caps.temp_fsid ? "yes" : "no");
+                printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
+                printf("skip_scan (computed): %s%s\n", list, cannot ? " (the kernel cannot apply it)" : "");
+                for (size_t i = 0; i < n_kernels; i++) {
+                        const char *m = kernel_btrfs_module(kernels[i]);
+                        printf("%s %s%s: %s\n", i ? "        " : "kernels:", kernels[i],
+                               streq(kernels[i], uts.release) ? " (running)" : "",
+                               !m                   ? "no btrfs module found"
+                               : streq(m, "dkms")   ? "btrfs from updates/dkms (btrfs-scan-gate-dkms: patched)"
+                               : streq(m, "in-tree") ? "in-tree btrfs (unpatched: no virtual_fsid, no skip_scan)"
+                                                    : "btrfs built in (unpatched unless the kernel was built with the series)");
+                }
+                printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
+                       bsg_slot_source_name(c->slot_source),
+                       c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
+                if (c->verbose) {
+                        char trust[512];
+                        trust_describe(c, trust, sizeof(trust));
+                        printf("%s\n", trust);
+                        for (size_t i = 0; i < c->devs.n; i++)
+                                if (c->devs.v[i].trust_why)
+                                        printf("trust: %s %s (%s)\n", c->devs.v[i].devnode,
+                                               c->devs.v[i].untrusted ? "untrusted" : "trusted", c->devs.v[i].trust_why);
+                }
+                printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
+                       "DECIDE", "REASON", "CHECKSUM");
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = order[i];
+                        const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
+                        const char *pt = problem_text(d, problem, sizeof(problem));
+                        char fsid[37] = "-", csum[160] = "-";
+                        if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
+                                continue;
+                        if (e->pd.state == BSG_DEV_BTRFS)
+                                bsg_uuid_format(e->pd.fsid, fsid);
+                        if (d && d->parse_result == 0)
+                                snprintf(csum, sizeof(csum), "%s,%s", bsg_csum_type_name(d->sb.csum_type),
+                                         bsg_csum_state_name(d->sb.csum_state));
+                        else if (pt)
+                                snprintf(csum, sizeof(csum), "(%s)", pt);
+                        printf("%-24s %-36s %5" PRIu64 " %10" PRIu64 " %-4s %-6s %-26s %s\n", e->devnode, fsid,
+                               e->pd.devid, e->generation, e->has_slot ? e->slot : "-",
+                               bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason), csum);
+                }
         }
-        printf("kernel: control %s, skip_scan %s, virtual_fsid %s, temp_fsid %s\n",
-               c->caps.control ? "present" : "absent (btrfs not loaded)",
-               !c->caps.skip_scan ? "absent (unpatched)" : c->caps.skip_scan_writable ? "writable" : "read-only",
-               c->caps.virtual_fsid ? "yes" : "no", c->caps.temp_fsid ? "yes" : "no");
-        printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
-        printf("skip_scan (computed): %s\n", list);
-        printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
-               bsg_slot_source_name(c->slot_source),
-               c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
-        if (c->verbose) {
-                char trust[512];
-                trust_describe(c, trust, sizeof(trust));
-                printf("%s\n", trust);
-                for (size_t i = 0; i < c->devs.n; i++)
-                        if (c->devs.v[i].trust_why)
-                                printf("trust: %s %s (%s)\n", c->devs.v[i].devnode,
-                                       c->devs.v[i].untrusted ? "untrusted" : "trusted", c->devs.v[i].trust_why);
-        }
-        printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
-               "DECIDE", "REASON", "CHECKSUM");
-        for (size_t i = 0; i < c->n; i++) {
-                const struct entry *e = &c->e[i];
-                const struct bsg_dev *d = e->dev >= 0 ? &c->devs.v[e->dev] : NULL;
-                char fsid[37] = "-", csum[64] = "-";
-                if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
-                        continue;
-                if (e->pd.state == BSG_DEV_BTRFS)
-                        bsg_uuid_format(e->pd.fsid, fsid);
-                if (d && d->parse_result == 0)
-                        snprintf(csum, sizeof(csum), "%s,%s", bsg_csum_type_name(d->sb.csum_type),
-                                 bsg_csum_state_name(d->sb.csum_state));
-                else if (d && d->problem)
-                        snprintf(csum, sizeof(csum), "(%s)", d->problem);
-                printf("%-24s %-36s %5" PRIu64 " %10" PRIu64 " %-4s %-6s %-26s %s\n", e->devnode, fsid,
-                       e->pd.devid, e->generation, e->has_slot ? e->slot : "-", bsg_decision_name(e->v.decision),
-                       bsg_reason_name(e->v.reason), csum);
-        }
-        return 0;
+        kernels_free(kernels, n_kernels);
+        /* exit 3: decided, but not in force as decided; the messages say why */
+        if (cannot)
+                log_msg("status: the kernel cannot apply the skip list: %s", cannot);
+        if (config_has_errors(c))
+                log_msg("status: the configuration has errors (see above): decided on what remained");
+        return cannot || config_has_errors(c) ? 3 : 0;
 }
-

@@ -212,8 +212,11 @@ int run_udev(struct ctx *c)
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");
 
+        /* a node that is not there (or names no device) is said to be missing, not "not btrfs" */
+        bool missing = t->v.decision == BSG_IGNORE &&
+                       (d->read_result == -ENOENT || d->read_result == -ENXIO || d->read_result == -ENODEV);
         print_kv("BTRFS_SCAN_GATE_DECISION", bsg_decision_name(t->v.decision));
-        print_kv("BTRFS_SCAN_GATE_REASON", bsg_reason_name(t->v.reason));
+        print_kv("BTRFS_SCAN_GATE_REASON", missing ? "missing-device" : bsg_reason_name(t->v.reason));
         if (t->pd.state == BSG_DEV_BTRFS) {
                 char fsid[37], num[32];
                 bsg_uuid_format(t->pd.fsid, fsid);
@@ -245,8 +248,12 @@ int run_udev(struct ctx *c)
          * carries a trusted device's partition name or PARTUUID does not */
         bool hidden = !bsg_verdict_may_own_links(&t->v) &&
                       (t->v.reason != BSG_REASON_UNTRUSTED || carries_trusted_name(c, t));
-        if (inactive_clone || hidden)
+        if (inactive_clone || hidden) {
                 print_kv("UDISKS_IGNORE", "1");
+                /* the same again under the gate's own name: 99-btrfs-scan-gate-late.rules puts
+                 * UDISKS_IGNORE=1 back after later rules that set it (SteamOS's partsets rules) */
+                print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");
+        }
         if (lock_fd >= 0)
                 close(lock_fd);
         return 0;

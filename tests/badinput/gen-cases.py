@@ -8,7 +8,8 @@ cases = [
 ("usage-unknown-command", "-", "frobnicate", 2, "unknown command 'frobnicate'", "-", 10),
 ("usage-udev-no-devnode", "-", "udev", 2, "udev: expected exactly one DEVNODE", "-", 10),
 ("usage-udev-two-devnodes", "-", "udev $DEV $DEV", 2, "udev: expected exactly one DEVNODE", "-", 10),
-("usage-unknown-option", "-", "--frobnicate udev $DEV", 2, "unrecognized option", "-", 10),
+("usage-unknown-option", "-", "--frobnicate udev $DEV", 2, "btrfs-scan-gate: unrecognized option '--frobnicate'", "-", 10),
+("usage-status-unknown-option", "-", "status --bogus", 2, "btrfs-scan-gate status: unrecognized option '--bogus'", "-", 10),
 ("usage-timeout-not-a-number", "-", "--timeout abc udev $DEV", 2, "--timeout: expected seconds in (0, 3600], got 'abc'", "-", 10),
 ("usage-timeout-zero", "-", "--timeout 0 udev $DEV", 2, "--timeout: expected seconds in (0, 3600], got '0'", "-", 10),
 ("usage-timeout-huge", "-", "--timeout 1e9 udev $DEV", 2, "--timeout: expected seconds in (0, 3600], got '1e9'", "-", 10),
@@ -44,10 +45,10 @@ cases = [
 ("path-too-long", "longpath=4088", D, 0, "is longer than 4087 bytes", "BTRFS_SCAN_GATE_REASON=bad-path !BTRFS_SCAN_GATE_DECISION=scan", 10),
 ("path-at-limit", "longpath=4087", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_REASON=unique", 10),
 ("path-relative", "-", "--dry-run udev relative/dev0", 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore !BTRFS_SCAN_GATE_DECISION=scan", 10),
-("missing-device-node", "dev=none", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs BTRFS_SCAN_GATE_ERROR=read-error", 10),
+("missing-device-node", "dev=none", D, 0, "$DEV: superblock read failed: No such file or directory", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=missing-device BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("device-is-a-directory", "dev=dir", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-error", 10),
-("device-vanishes-before-open", "shim=vanish reached=vanished", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs BTRFS_SCAN_GATE_ERROR=read-error", 10),
-("eio-mid-superblock", "shim=eio:66000 reached=eio", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=unreadable BTRFS_SCAN_GATE_ERROR=read-error", 10),
+("device-vanishes-before-open", "shim=vanish reached=vanished", D, 0, "$DEV: superblock read failed: No such file or directory", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=missing-device BTRFS_SCAN_GATE_ERROR=read-error", 10),
+("eio-mid-superblock", "shim=eio:66000 reached=eio", "udev $DEV", 0, "$DEV: superblock read failed: Input/output error", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=unreadable BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("device-vanishes-mid-read", "shim=short:66000 reached=short", "udev $DEV", 0, "$DEV: invalid btrfs superblock: device too small for a superblock at 64 KiB", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=invalid-superblock !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=skipped", 10),
 ("device-vanishes-after-open", "shim=short:0 reached=short", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=none", 10),
 ("symlink-swapped-between-checks", "link shim=swap reached=swapped", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs", 10),
@@ -83,17 +84,41 @@ cases = [
 ("udev-env-partlabel-slash-dotdot", r"env=DEVNAME=$DEV env=ID_PART_ENTRY_NAME=x/../../sda-A", D, 0, "-", r"BTRFS_SCAN_GATE_SLOT=A BTRFS_SCAN_GATE_SLOT_BASE=x\\x2f..\\x2f..\\x2fsda", 10),
 ("udev-env-partlabel-dotdot", r"env=DEVNAME=$DEV env=ID_PART_ENTRY_NAME=..-A", D, 0, "-", "BTRFS_SCAN_GATE_SLOT=A BTRFS_SCAN_GATE_SLOT_BASE=", 10),
 ("udev-env-partlabel-blank-quote", r"env=DEVNAME=$DEV env=ID_PART_ENTRY_NAME=a\s\x22b-A", D, 0, "-", r"BTRFS_SCAN_GATE_SLOT_BASE=a\\x20\\x22b", 10),
+# operating it (issue 20 item 5): rights, exit status of status/boot/reconcile
+("needs-root-status", "user=nobody", "status", 1, "btrfs-scan-gate: status: needs root", "-", 10),
+("needs-root-boot", "user=nobody", "boot", 1, "btrfs-scan-gate: boot: needs root", "!skip_scan=*", 10),
+("needs-root-reconcile", "user=nobody", "--dry-run reconcile", 1, "btrfs-scan-gate: reconcile: needs root", "!skip_scan=*", 10),
+("reconcile-no-inventory", "root", "--dry-run reconcile", 1, "no inventory ($T/run/devices): nothing to reconcile", "!skip_scan=*", 10),
+("status-config-invalid", r"root config=colour=blue\n", "status", 3, "the configuration has errors", "-", 10),
+("boot-dry-run-config-invalid", r"root config=colour=blue\n", "--dry-run boot", 3, "the configuration has errors", "skip_scan=*", 10),
+("status-valid-config", r"root config=clone_policy=skip-all\n", "status", 0, "-", "-", 10),
 # the run directory and the lock
 ("rundir-is-a-file", "rundir=file", "udev $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-failed BTRFS_SCAN_GATE_DECISION=scan", 10),
 ("rundir-missing", "rundir=missing", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
 ("lock-held-past-timeout", "holdlock=4", "udev --timeout 2 $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-timeout BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ACTION=none", 4),
 ("lock-race-4", "race=4", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
 ]
-with open("cases.tsv", "w") as f:
+import os
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "cases.tsv"), "w") as f:
     f.write("# Bad-input catalogue of btrfs-scan-gate: one CTest test per row (tests/badinput/run-case.c says how a\n")
     f.write("# row is read; docs/bad-input.md explains each). Generated by gen-cases.py; edit that, not this.\n")
     f.write("# name\tsetup\targs\tstatus\tstderr\tstdout\tseconds\n")
     for c in cases:
         assert len(c) == 7 and "\t" not in "".join(map(str, c)), c
         f.write("\t".join(map(str, c)) + "\n")
+# the table of docs/bad-input.md (the text around it is written by hand)
+def cell(v, dash):
+    v = str(v)
+    return "\u2014" if v == "-" and dash else "`%s`" % v.replace("|", "\\|")
+rows = ["| case | input | command | exit | message on stderr (substring) | stdout must contain | s |", "|---|---|---|---|---|---|---|"]
+for n, setup, args, status, err, out, sec in cases:
+    rows.append("| `%s` | %s | %s | %s | %s | %s | %s |" % (n, cell(setup, False), cell(args, False), status, cell(err, True), cell(out, True), sec))
+doc = os.path.join(here, "../../docs/bad-input.md")
+text = open(doc).read().split("\n")
+start = text.index(rows[0])
+end = start
+while end < len(text) and text[end].startswith("|"):
+    end += 1
+open(doc, "w").write("\n".join(text[:start] + rows + text[end:]))
 print(len(cases), "cases")

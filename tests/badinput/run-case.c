@@ -19,6 +19,8 @@
  * signal. Exit status: 0 pass, 1 fail. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -303,6 +305,9 @@ typedef struct {
         const char *reached; /* shim event that must have happened */
         int race;
         double hold_lock; /* seconds the runner holds the lock file while the helper runs */
+        bool as_user;     /* user=NAME: the helper runs as that user (no supplementary groups) */
+        uid_t uid;
+        gid_t gid;
 } Case;
 
 static void env_set(Case *c, const char *kv)
@@ -399,6 +404,24 @@ static void setup(Case *c, char *directives)
                         skipscan = v;
                 else if (!strcmp(d, "rundir") && v)
                         rundir = v;
+                else if (!strcmp(d, "root")) {
+                        /* status, boot and reconcile refuse to run as another user ("needs root") */
+                        if (geteuid() != 0) {
+                                printf("SKIP: the case runs a command that needs root, and the runner is not root\n");
+                                exit(77);
+                        }
+                } else if (!strcmp(d, "user") && v) {
+                        struct passwd *pw = getpwnam(v);
+                        if (!pw)
+                                die("user=%s: no such user", v);
+                        if (geteuid() != 0) {
+                                printf("SKIP: user=%s needs the runner to be root (to drop to that user)\n", v);
+                                exit(77);
+                        }
+                        c->as_user = true;
+                        c->uid = pw->pw_uid;
+                        c->gid = pw->pw_gid;
+                }
                 else if (!strcmp(d, "config") && v)
                         config = v;
                 else if (!strcmp(d, "state") && v)
@@ -639,6 +662,10 @@ static void start(Case *c, Run *r, int idx)
                 int n = open("/dev/null", O_RDONLY);
                 if (n >= 0)
                         dup2(n, 0);
+                if (c->as_user && (setgroups(0, NULL) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0)) {
+                        fprintf(stderr, "run-case: cannot become uid %u: %s\n", (unsigned)c->uid, strerror(errno));
+                        _exit(127);
+                }
                 execve(c->argv[0], c->argv, c->env);
                 fprintf(stderr, "run-case: exec %s: %s\n", c->argv[0], strerror(errno));
                 _exit(127);

@@ -22,6 +22,7 @@ while read -r node decision slot base active ready; do
     echo "BTRFS_SCAN_GATE_TRUSTED=1"
     if [ "$active" = 0 ]; then
         echo "UDISKS_IGNORE=1"
+        echo "BTRFS_SCAN_GATE_UDISKS_IGNORE=1"
     fi
     exit 0
 done < "$table"

@@ -170,6 +170,31 @@ fi
 # the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
 expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
 expect_not "$lb" "trigger -s block"
+# SteamOS (issue 20 item 3): its generated /run/udev/rules.d/90-steamos-partsets-<set>.rules run
+# after the gate's 64- rules and set UDISKS_IGNORE="0" by PARTUUID, which a dd copy of a slot
+# carries too. Rule files of that shape (one line per partition of the set), both loop devices
+# with slot A's PARTUUID (B as the copy): the skipped copy must keep UDISKS_IGNORE=1 - through the
+# gate's 99-btrfs-scan-gate-late.rules; without it (the contrast) SteamOS's 0 would win.
+partuuid=5eed5eed-0000-4000-8000-00000000000a
+printf 'KERNEL=="%s|%s", ENV{ID_PART_ENTRY_SCHEME}="gpt", ENV{ID_PART_ENTRY_UUID}="%s"\n' "$an" "$bn" "$partuuid" \
+    >"$state/rules-extra/63-bsgtest-partuuid.rules"
+printf 'ENV{ID_PART_ENTRY_SCHEME}=="gpt", ENV{ID_PART_ENTRY_UUID}=="%s", SYMLINK+="disk/by-partsets/A/rootfs", ENV{UDISKS_IGNORE}="0"\n' \
+    "$partuuid" >"$state/rules-extra/90-steamos-partsets-A.rules"
+rm -rf "$state/rules-nolate" "$state/steamos" "$state/steamos-nolate"
+mkdir -p "$state/rules-nolate"
+cp "$rules"/*.rules "$state/rules-nolate/"
+rm "$state/rules-nolate/99-btrfs-scan-gate-late.rules"
+[ -e "$rules/99-btrfs-scan-gate-late.rules" ] || fail "$rules has no 99-btrfs-scan-gate-late.rules"
+in_private_udev "$rules" "$state/steamos" "$a" "$b"
+in_private_udev "$state/rules-nolate" "$state/steamos-nolate" "$a" "$b"
+rm "$state/rules-extra/63-bsgtest-partuuid.rules" "$state/rules-extra/90-steamos-partsets-A.rules"
+grep -q '90-steamos-partsets-A.rules' "$state/steamos/$bn.udevadm.log" || fail "the SteamOS-shaped rule was not read"
+expect "$state/steamos-nolate/$bn.db" '^E:UDISKS_IGNORE=0$' # the contrast: SteamOS's rule undoes the gate's 1
+expect "$state/steamos/$bn.db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
+expect "$state/steamos/$bn.db" '^E:UDISKS_IGNORE=1$'
+expect "$state/steamos/$an.db" '^E:UDISKS_IGNORE=0$' # a device the gate trusts keeps SteamOS's value
+expect "$state/steamos/$bn.db" '^L:-10$'           # and the copy loses the partset link to slot A
+
 if [ "$mode" = stub ]; then
     # a scanned device of an incomplete multi-device fs waits (SYSTEMD_READY=0), and the change event
     # that re-trigger sends asks the helper again: SYSTEMD_READY=0 from the db does not reach the
@@ -183,5 +208,6 @@ if [ "$mode" = stub ]; then
     [ "$(grep -c "called: udev $a" "$state/calls.log")" -eq 2 ] || fail "helper not asked again on change"
     expect "$state/wait/$an.change.db" '^E:SYSTEMD_READY=0$'
 fi
+
 grep -H '^BTRFS_SCAN_GATE_\|^ID_BTRFS_READY\|^UDISKS_IGNORE\|^DEVLINKS\|^SYSTEMD_READY' "$la" "$lb"
 echo "PASS"

@@ -1,30 +1,51 @@
 #!/bin/bash
-# makepkg.sh WORK: builds packaging/arch/PKGBUILD with Debian's makepkg (pacman-package-manager)
-# and checks that the package's file list equals the install manifest of the build makepkg made
-# (`cmake --install` writes install_manifest.txt); man pages compared without makepkg's zipman
-# .gz. makepkg refuses root, so it runs as nobody (setpriv) in a work directory nobody owns;
-# --nodeps: Debian has no pacman database for the Arch dependencies.
+# makepkg.sh WORK: builds the Arch package the way the AUR or a clean chroot would: from an empty
+# directory holding only the PKGBUILD and the source tarball that packaging/make-dist.sh makes
+# (source= + sha256sums, no path back into this tree), with Debian's makepkg
+# (pacman-package-manager), check() included. Then checks that the package's file list equals the
+# install manifest of the build makepkg made (`cmake --install` writes install_manifest.txt); man
+# pages compared without makepkg's zipman .gz. makepkg refuses root, so it runs as nobody (setpriv)
+# in a work directory nobody owns; --nodeps: Debian has no pacman database for the Arch dependencies.
 set -euo pipefail
 work=$1
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
-for t in makepkg bsdtar setpriv; do
+for t in makepkg bsdtar setpriv sha256sum; do
     command -v "$t" >/dev/null || fail "$t not installed (scripts/setup.sh installs it)"
 done
 rm -rf "$work"
-mkdir -p "$work"/{build,pkgdest,srcdest,logdest,tree}
-# a copy of the tree that nobody can read (the worktree may be private to root)
-(cd "$src" && git ls-files --cached --others --exclude-standard) |
-    while read -r f; do [ -f "$src/$f" ] && echo "$f"; done | tar -C "$src" -cf - -T - | tar -C "$work/tree" -xf -
+mkdir -p "$work"/{build,pkgdest,srcdest,logdest,dist,empty}
+tarball=$(TMPDIR=$work "$src/packaging/make-dist.sh" "$work/dist") || fail "make-dist.sh"
+[ -s "$tarball" ] && [ -s "$work/dist/PKGBUILD" ] || fail "make-dist.sh made no tarball or PKGBUILD"
+# reproducible: a second run gives the same bytes (the sum in the PKGBUILD stays valid)
+again=$(TMPDIR=$work "$src/packaging/make-dist.sh" "$work/dist2") || fail "make-dist.sh (second run)"
+cmp -s "$tarball" "$again" || fail "make-dist.sh is not reproducible ($tarball differs from $again)"
+grep -q "^sha256sums=('$(sha256sum "$tarball" | cut -d' ' -f1)')" "$work/dist/PKGBUILD" ||
+    fail "the PKGBUILD beside the tarball does not carry its sha256sum"
+grep -q '^check()' "$work/dist/PKGBUILD" || fail "the PKGBUILD has no check()"
+# only the two files: nothing else of the tree is reachable
+cp "$work/dist/PKGBUILD" "$tarball" "$work/empty/"
 chown -R nobody:nogroup "$work"
 start=$(date +%s)
-if ! (cd "$work/tree/packaging/arch" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+if ! (cd "$work/empty" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$work" BUILDDIR="$work/build" \
         PKGDEST="$work/pkgdest" SRCDEST="$work/srcdest" LOGDEST="$work/logdest" \
         makepkg --nodeps --noconfirm --cleanbuild --force) >"$work/makepkg.log" 2>&1; then
     tail -n 40 "$work/makepkg.log"
     fail "makepkg"
+fi
+grep -q 'Starting check()' "$work/makepkg.log" || fail "makepkg did not run check() (makepkg.log)"
+grep -qE '[0-9]+% tests passed' "$work/makepkg.log" || fail "check() ran no tests (makepkg.log)"
+# a corrupted tarball must be refused by its checksum
+mkdir -p "$work/bad"
+cp "$work/dist/PKGBUILD" "$work/bad/"
+printf 'x' | cat "$tarball" - >"$work/bad/$(basename "$tarball")"
+chown -R nobody:nogroup "$work/bad"
+if (cd "$work/bad" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$work" BUILDDIR="$work/build-bad" \
+        makepkg --verifysource --nodeps) >"$work/makepkg-bad.log" 2>&1; then
+    fail "makepkg accepted a tarball whose sha256sum differs"
 fi
 echo "makepkg: $(( $(date +%s) - start )) s"
 pkg=$(ls "$work"/pkgdest/btrfs-scan-gate-0*.pkg.tar.*)

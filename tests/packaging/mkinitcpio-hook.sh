@@ -83,4 +83,8 @@ CALLS=$work/ok.calls runtime ok 0
 [ "$(cat "$work/ok.calls")" = "$(printf 'modprobe -q btrfs\nhelper boot')" ] || { cat "$work/ok.calls"; fail "ok: expected modprobe, then helper boot"; }
 CALLS=$work/helper-fails.calls runtime helper-fails 1
 grep -q '^err btrfs-scan-gate: boot failed' "$work/helper-fails.calls" || { cat "$work/helper-fails.calls"; fail "no err when the helper fails"; }
-echo "PASS: install hook (plain, after udev + btrfs hook warned, systemd) and runtime hook (helper ok, helper failing) as mkinitcpio calls them"
+# exit 3 (issue 20 item 5): decided, but not in force - said as that, not as a failed boot
+CALLS=$work/helper-3.calls runtime helper-3 3
+grep -q '^err btrfs-scan-gate: skip list not in force' "$work/helper-3.calls" || { cat "$work/helper-3.calls"; fail "exit 3 not reported as 'not in force'"; }
+if grep -q 'boot failed' "$work/helper-3.calls"; then fail "exit 3 reported as a failed boot"; fi
+echo "PASS: install hook (plain, after udev + btrfs hook warned, systemd) and runtime hook (helper ok, failing, exit 3) as mkinitcpio calls them"

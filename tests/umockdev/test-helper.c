@@ -1560,6 +1560,25 @@ static void test_unpatched_kernel(Fixture *f, gconstpointer data)
         const char *args[] = {"status", NULL};
         run_helper(f, &r, args);
         g_assert_nonnull(strstr(r.out, "skip_scan"));
+        /* issue 20 item 5: a list the kernel cannot apply is exit 3 and says so */
+        g_assert_cmpint(r.status, ==, 3);
+        g_assert_nonnull(strstr(r.out, "(the kernel cannot apply it)"));
+        g_assert_nonnull(strstr(r.err, "the kernel cannot apply the skip list"));
+        run_clear(&r);
+        const char *json[] = {"status", "--json", NULL};
+        run_helper(f, &r, json);
+        g_assert_cmpint(r.status, ==, 3);
+        g_assert_nonnull(strstr(r.out, "\"skip_scan_applicable\": false"));
+        run_clear(&r);
+        const char *dry_boot[] = {"--dry-run", "boot", NULL};
+        run_helper(f, &r, dry_boot);
+        g_assert_cmpint(r.status, ==, 3);
+        g_assert_nonnull(strstr(r.out, "skip_scan=/dev/"));
+        g_assert_nonnull(strstr(r.err, "the kernel cannot apply this list"));
+        run_clear(&r);
+        const char *boot[] = {"boot", NULL};
+        run_helper(f, &r, boot);
+        g_assert_cmpint(r.status, ==, 3);
         run_clear(&r);
 }
 

@@ -75,6 +75,17 @@ static int parse_suffixes(const char *v, struct bsg_config *c)
         return 0;
 }
 
+/* /dev/disk/by-{label,partlabel,uuid,partuuid}/...: links named by what the media carries. */
+static bool is_content_link(const char *path)
+{
+        static const char *const dirs[] = {"/dev/disk/by-label/", "/dev/disk/by-partlabel/", "/dev/disk/by-uuid/",
+                                           "/dev/disk/by-partuuid/"};
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (strncmp(path, dirs[i], strlen(dirs[i])) == 0)
+                        return true;
+        return false;
+}
+
 int bsg_config_parse(const char *text, size_t len, const char *filename, struct bsg_config *config,
                      bsg_config_diag_fn diag, void *userdata)
 {
@@ -149,6 +160,11 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                         if (strncmp(value, "/dev/", 5) != 0 || strlen(value) >= BSG_TRUSTED_DISK_MAX ||
                             strpbrk(value, " \t"))
                                 BAD("trusted_disk: expected a path under /dev/ of at most 255 bytes");
+                        /* names the content writes (a label, a partition name, a UUID): a stick can carry
+                         * them too, so they never name trusted storage */
+                        if (is_content_link(value))
+                                BAD("trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by "
+                                    "the media itself: name the disk by-path or by-id");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
                                 BAD("trusted_disk: more than 16 disks");
                         strcpy(config->trusted_disks[config->n_trusted_disks++], value);

@@ -170,10 +170,55 @@ static bool behind_removable_port(const char *sysfs_link)
  * removable), and everything under /devices/virtual (loop, nbd, zram, ram, and dm/md, which
  * is_trusted_storage() trusts only through their slaves). An eSATA port is only caught when the
  * kernel sets the disk's "removable" flag, which many controllers do not. */
+static const char *fallback_untrusted_why(const char *disk, const char *sysfs_link, const char *uevent);
+
+/* A native NVMe multipath head (CONFIG_NVME_MULTIPATH, Debian's default, for a drive that can have
+ * several controllers) sits under /devices/virtual/nvme-subsystem/ whatever carries it: it stands for
+ * its paths (multipath/ of the head, each a namespace of one controller). Fixed storage when every
+ * path passes the fallback on its own sysfs path and its controller's transport is PCIe (not NVMe
+ * over fabrics). Returns NULL or why not. */
+static const char *nvme_head_untrusted_why(const char *disk, const char *uevent)
+{
+        char path[PATH_MAX], link[PATH_MAX], v[16];
+        const char *why = NULL;
+        struct dirent *de;
+        size_t n = 0;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/multipath", disk) >= sizeof(path) ||
+            !(dir = opendir(path)))
+                return "NVMe multipath head without paths";
+        while (!why && (de = readdir(dir))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                n++;
+                char full[PATH_MAX];
+                if ((size_t)snprintf(path, sizeof(path), "%s/multipath/%s", disk, de->d_name) >= sizeof(path) ||
+                    (size_t)snprintf(full, sizeof(full), SYS_CLASS_BLOCK "/%s", path) >= sizeof(full) ||
+                    !realpath(full, link)) {
+                        why = "NVMe multipath path not in sysfs";
+                        break;
+                }
+                /* the controller is the path's parent: <disk>/multipath/<path>/../transport */
+                char ctrl[PATH_MAX];
+                if ((size_t)snprintf(ctrl, sizeof(ctrl), "%s/..", path) >= sizeof(ctrl) ||
+                    sysfs_read(ctrl, "transport", v, sizeof(v)) <= 0 || !streq(v, "pcie"))
+                        why = "NVMe over fabrics (or a controller of unknown transport)";
+                else if (strstr(link, "/devices/virtual/") || strstr(link, "/nvme-subsystem/"))
+                        why = "NVMe multipath path without a controller";
+                else
+                        why = fallback_untrusted_why(disk, link, uevent);
+        }
+        closedir(dir);
+        return why ? why : n == 0 ? "NVMe multipath head without paths" : NULL;
+}
+
 static const char *fallback_untrusted_why(const char *disk, const char *sysfs_link, const char *uevent)
 {
         char v[16];
 
+        if (strstr(sysfs_link, "/devices/virtual/nvme-subsystem/"))
+                return nvme_head_untrusted_why(disk, uevent);
         if (strstr(sysfs_link, "/devices/virtual/"))
                 return "virtual device (loop, nbd, zram...)";
         if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')

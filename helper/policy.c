@@ -91,20 +91,27 @@ bool is_partitioned_disk(const struct bsg_device *d)
         return d->partitioned_disk;
 }
 
+/* Mounted (the source of a mount, or a member of a mounted filesystem): the kernel holds it already. */
+static bool in_use(const struct bsg_device *d)
+{
+        return d->self_mounted || d->mounted_member;
+}
+
 /* A zoned device: Linux 6.1 reads its superblock from the log zones (sb_write_pointer()), this helper
  * and the check after a scan read 64 KiB, so what was decided is not what the kernel would register.
- * Listed, never scanned, whatever its 64 KiB hold; it is no copy of anything either. */
+ * Listed, never scanned, whatever its 64 KiB hold; it is no copy of anything either. A mounted one is
+ * decided as any other device: it is in use, a skip would only take its readiness away. */
 bool is_zoned(const struct bsg_device *d)
 {
-        return d->zoned;
+        return d->zoned && !in_use(d);
 }
 
 /* An fsid change was interrupted (or the superblock says so to be matched by either of its UUIDs):
  * the kernel would join it to a filesystem by its metadata_uuid or its fsid and, with the highest
- * generation, take that filesystem's place. Listed, never scanned, whatever the storage. */
+ * generation, take that filesystem's place. Listed, never scanned, whatever the storage, unless mounted. */
 bool is_fsid_changing(const struct bsg_device *d)
 {
-        return d->fsid_changing;
+        return d->fsid_changing && !in_use(d);
 }
 
 /* Hot-pluggable media whose metadata_uuid is not its fsid, not in use itself: the kernel matches it
@@ -133,10 +140,6 @@ bool same_filesystem(const struct bsg_device *a, const struct bsg_device *b)
         return false;
 }
 
-static bool in_use(const struct bsg_device *d)
-{
-        return d->self_mounted || d->mounted_member;
-}
 
 /* Two names of one storage (two loop devices over one file, two paths to one disk). A hot-pluggable
  * device never shares storage with a fixed one: its serial or WWN is the attacker's to choose. */

@@ -86,7 +86,10 @@ int run_boot(struct ctx *c)
          * must not leave a failed unit behind, which updaters' health checks read as a bad boot) */
         if (ret == 0 && config_has_errors(c))
                 log_msg("the configuration has errors (see above): decided on what remained");
-        if (ret == 0 && (cannot || config_has_errors(c)))
+        /* a list written for another boot (--write-modprobe, --print-cmdline: an image build on another
+         * kernel) is in force there, not here: only configuration errors make it 3 */
+        bool for_this_kernel = !c->write_modprobe && !c->print_cmdline;
+        if (ret == 0 && ((cannot && for_this_kernel) || config_has_errors(c)))
                 ret = 3;
         return ret;
 }

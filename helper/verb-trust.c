@@ -86,7 +86,10 @@ int run_trust(struct ctx *c)
         print_kv("BTRFS_SCAN_GATE_TRUSTED", d->untrusted ? "0" : "1");
         if (c->verbose)
                 log_msg_debug("%s: %s (%s)", d->devnode, d->untrusted ? "untrusted" : "trusted", d->trust_why);
-        if (d->untrusted && impersonates_trusted(c, d->devnum))
+        if (d->untrusted && impersonates_trusted(c, d->devnum)) {
                 print_kv("UDISKS_IGNORE", "1");
+                /* 99-btrfs-scan-gate-late.rules puts it back after SteamOS's partsets rules */
+                print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");
+        }
         return 0;
 }

@@ -1144,7 +1144,7 @@ static const char *trust_of(Fixture *f, const char *node, const char *id_bus)
 {
         static char answer[8];
         g_autofree char *devname = g_strdup_printf("/dev/%s", node);
-        const char *args[] = {"trust", devname, NULL};
+        const char *args[] = {"-v", "trust", devname, NULL};
         Run r;
 
         g_setenv("DEVNAME", devname, TRUE);
@@ -1154,6 +1154,7 @@ static const char *trust_of(Fixture *f, const char *node, const char *id_bus)
         g_unsetenv("DEVNAME");
         g_unsetenv("ID_BUS");
         g_assert_cmpint(r.status, ==, 0);
+        g_test_message("trust %s: %s", devname, r.err ? r.err : "");
         g_strlcpy(answer, kv(&r, "BTRFS_SCAN_GATE_TRUSTED") ? kv(&r, "BTRFS_SCAN_GATE_TRUSTED") : "", sizeof(answer));
         run_clear(&r);
         return answer;
@@ -1196,6 +1197,37 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
         g_assert_cmpstr(trust_of(f, "md9", NULL), ==, "0");
         set_config(f, "trusted_disk=/dev/loop9\n");
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "1");
+
+        /* a native NVMe multipath head lives under /devices/virtual/nvme-subsystem/: it is its paths'
+         * storage, fixed when each path's controller is on PCIe, not when it is NVMe over fabrics */
+        static const struct {
+                const char *head, *subsys, *ctrl_path, *ctrl, *transport, *want;
+        } heads[] = {
+                {"nvme0n1", "nvme-subsys0", "pci0000:00/0000:00:1d.0/0000:3d:00.0/nvme", "nvme0", "pcie", "1"},
+                {"nvme2n1", "nvme-subsys2", "virtual/nvme-fabrics/ctl", "nvme2", "tcp", "0"},
+        };
+        set_config(f, "");
+        for (gsize i = 0; i < G_N_ELEMENTS(heads); i++) {
+                g_autofree char *ctrl_rel = g_strdup_printf("%s/%s", heads[i].ctrl_path, heads[i].ctrl);
+                g_autofree char *path_name = g_strdup_printf("%sc0n1", heads[i].ctrl);
+                /* umockdev needs a /block/ component the kernel's path does not have */
+                g_autofree char *head_path = g_strdup_printf("virtual/nvme-subsystem/%s/block", heads[i].subsys);
+                char *ctrl = umockdev_testbed_add_device(tb, "nvme", ctrl_rel, NULL, "transport", heads[i].transport,
+                                                         NULL, NULL);
+                g_assert_nonnull(ctrl);
+                char *pathdev = umockdev_testbed_add_device(tb, "block", path_name, ctrl, "size", "2457600", NULL,
+                                                            "DEVTYPE", "disk", NULL);
+                g_assert_nonnull(pathdev);
+                trust_add(f, heads[i].head, head_path, NULL);
+                /* multipath/<path> -> the path device, relative to .../nvme-subsysN/block/<head>/multipath */
+                g_autofree char *target = g_strdup_printf("../../../../../../%s/%s", ctrl_rel, path_name);
+                g_autofree char *attr = g_strdup_printf("multipath/%s", path_name);
+                umockdev_testbed_set_attribute_link(tb, g_hash_table_lookup(f->syspaths, heads[i].head), attr, target);
+                g_test_message("nvme head %s over %s", heads[i].head, heads[i].transport);
+                g_assert_cmpstr(trust_of(f, heads[i].head, NULL), ==, heads[i].want);
+                g_free(ctrl);
+                g_free(pathdev);
+        }
 }
 
 /* Issue 18 case 10: rootfs-A opened through dm-verity (dm-0 over sdb1), rootfs-B a plain copy. The

@@ -232,6 +232,11 @@ static const struct trusted_case trusted_cases[] = {
         {"relative", "trusted_disk=loop0\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"not-dev", "trusted_disk=/tmp/x\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"blank-inside", "trusted_disk=/dev/a b\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        {"by-partlabel", "trusted_disk=/dev/disk/by-partlabel/rootfs-A\n", 1, "",
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by the media itself: name the disk by-path or by-id;"},
+        {"by-uuid", "trusted_disk=/dev/disk/by-uuid/0000\ntrusted_disk=/dev/disk/by-path/pci-0000:00:04.0\n", 1,
+         "/dev/disk/by-path/pci-0000:00:04.0",
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by the media itself: name the disk by-path or by-id;"},
         {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
          "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
 };

@@ -241,6 +241,12 @@ static const struct policy_case policy_cases[] = {
         {"zoned-invalid", SKIPALL, {{"/dev/sdz", -1, .zoned = true}}, 1, 0, BSG_SKIP, BSG_REASON_ZONED},
         {"zoned-twin-is-no-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/sdz", 1, .zoned = true}}, 2, 0, BSG_SCAN,
          BSG_REASON_UNIQUE},
+        /* mounted: the kernel holds it already; a skip would only take its readiness away */
+        {"zoned-mounted", SKIPALL, {{"/dev/sdz", 1, .zoned = true, .self_mounted = true, .member = true, .fsid_mounted = true}},
+         1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fsid-changing-mounted", SKIPALL,
+         {{"/dev/sdb", 8, .changing = true, .self_mounted = true, .member = true, .fsid_mounted = true}}, 1, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
         {"bad-path", SKIPALL, {{"/dev/mapper/a,b", 1, .bad_path = true}}, 1, 0, BSG_SKIP, BSG_REASON_BAD_PATH},
         {"bad-path-twin-still-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/mapper/a b", 1, .bad_path = true}}, 2, 0,
          BSG_SKIP, BSG_REASON_CLONE},

@@ -319,9 +319,11 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
         const struct bsg_device *d = &devs[i];
         bool members_only = false;
 
-        /* not read (in every event order alike): the holder is decided, not its member */
+        /* not read (in every event order alike): the holder is decided, not its member; listed, so
+         * that no other scanner (btrfs device scan, an initramfs script) registers the bytes under
+         * dm-verity's check either (a member that is not btrfs is listed harmlessly) */
         if (is_held(d))
-                return VERDICT(BSG_IGNORE, BSG_REASON_HELD);
+                return VERDICT(BSG_SKIP, BSG_REASON_HELD);
         if (is_zoned(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_ZONED);
         if (is_in_doubt(d))

@@ -123,8 +123,8 @@ static const struct policy_case policy_cases[] = {
         /* issue 18 case 10: the partition under dm-verity is its holder's, never a copy of it */
         {"held-partition-not-a-copy", SKIPALL, {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}},
          2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
-        {"held-partition-ignored", SKIPALL, {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}},
-         2, 1, BSG_IGNORE, BSG_REASON_HELD},
+        {"held-partition-listed", SKIPALL, {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}},
+         2, 1, BSG_SKIP, BSG_REASON_HELD},
         {"verity-root-active-clone", ACTIVE,
          {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}, {"/dev/vdb2", 1}}, 3, 0,
          BSG_SCAN, BSG_REASON_CLONE},

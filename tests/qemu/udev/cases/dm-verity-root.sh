@@ -12,6 +12,14 @@
 # by-slot/active/rootfs; rootfs-B is the inactive slot; home's dm device is `scan unique`,
 # registered, and owns by-uuid of home. Then rootA mounts read-only, rootfs-B with virtual_fsid,
 # home plainly, all at once.
+# On main 5386cca this case FAILS (measured 2026-12-06), in every order: rootA gets no slot
+# (SLOT=-, SLOT_ACTIVE unset), status says "active slot: (unknown) (from none)" with
+# root=/dev/mapper/rootA, rootfs-B has no SLOT_ACTIVE, no by-slot link exists; with the dm devices'
+# events first, by-uuid and by-label of rootfs go to rootfs-B (the last event wins); when the dm
+# devices are created while udevd runs, the partitions keep their earlier decisions (rootfs-A
+# `skip clone SLOT=A`, home `scan unique`) until their own next event. What passes: partitions
+# `ignore held` after their events, never registered by the helper; home's dm device `scan unique`
+# and registered; all mounts.
 . /lib/guest-lib.sh
 . /lib/system-lib.sh
 

@@ -29,7 +29,6 @@ while { [ -z "$S1" ] || [ -z "$S2" ]; } && [ $n -lt 300 ]; do
 done
 [ -n "$S1" ] && [ -n "$S2" ] || fail "no USB partitions stick1/stick2 after 30 s: $(ls /sys/class/block | tr '\n' ' ')"
 INT=$(sys_dev rootfs-A) || fail "no internal rootfs-A"
-INTB=$(sys_dev rootfs-B) || fail "no internal rootfs-B"
 sb() { btrfs inspect-internal dump-super "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
 for s in $S1 $S2; do
     log "stick $s: fsid $(sb "$s" fsid) metadata_uuid $(sb "$s" metadata_uuid) flags $(sb "$s" flags) generation $(sb "$s" generation) devid $(sb "$s" dev_item.devid)"

@@ -19,7 +19,10 @@
 # devices are created while udevd runs, the partitions keep their earlier decisions (rootfs-A
 # `skip clone SLOT=A`, home `scan unique`) until their own next event. What passes: partitions
 # `ignore held` after their events, never registered by the helper; home's dm device `scan unique`
-# and registered; all mounts.
+# and registered; all mounts. With btrfs-scan-gate.slot=A added to the command line (a copy of
+# this case, run by hand) rootA still has no slot, and the shared links of rootfs (by-uuid,
+# by-label) go to rootfs-B, the inactive slot, in every order; created while udevd runs,
+# by-slot/active/rootfs points at the rootfs-A partition under verity.
 . /lib/guest-lib.sh
 . /lib/system-lib.sh
 

@@ -9,7 +9,7 @@ packages=(
     build-essential cmake pkg-config git
     libudev-dev libblkid-dev libglib2.0-dev umockdev libumockdev-dev
     btrfs-progs util-linux udev systemd gdisk dosfstools xfsprogs
-    busybox-static cpio zstd qemu-system-x86 kmod dmsetup
+    busybox-static cpio zstd qemu-system-x86 kmod dmsetup cryptsetup-bin
     valgrind strace hyperfine clang libfuzzer-14-dev libclang-rt-14-dev
     initramfs-tools initramfs-tools-core dracut-core mmdebstrap
     debhelper dh-dkms dkms dpkg-dev fakeroot lintian pacman-package-manager libarchive-tools
@@ -27,7 +27,7 @@ programs=(
     udevadm:udev systemd-analyze:systemd sgdisk:gdisk mkfs.vfat:dosfstools mkfs.xfs:xfsprogs
     busybox:busybox-static cpio:cpio zstd:zstd xz:xz-utils patch:patch perl:perl-base
     qemu-system-x86_64:qemu-system-x86
-    depmod:kmod modprobe:kmod modinfo:kmod insmod:kmod dmsetup:dmsetup
+    depmod:kmod modprobe:kmod modinfo:kmod insmod:kmod dmsetup:dmsetup veritysetup:cryptsetup-bin
     valgrind:valgrind callgrind_annotate:valgrind strace:strace hyperfine:hyperfine clang:clang
     python3:python3 shellcheck:shellcheck
     mkinitramfs:initramfs-tools-core unmkinitramfs:initramfs-tools-core lsinitramfs:initramfs-tools-core

@@ -305,7 +305,7 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk3.img"
         serials=(clone-a clone-b clone-c sb-swap)
         ;;
-    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale)
+    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale|steamos-usbcraft|steamos-verity)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
         # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
         # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
@@ -321,6 +321,15 @@ qemu_make_disks() {
         # `data`) a copy of rootfs's superblock with generation 5 higher (registered, it would refuse
         # the mount of rootfs-A); stale1 (partition `data2`) one of a filesystem of its own (fsid
         # 5c1a6e2f-...-0a0e; no other copy: only the partitioned-disk rule keeps it out).
+        # `steamos-usbcraft` (issue 18 case 1): the `steamos` disk plus a USB mass-storage disk
+        # (as steamos-usb) with GPT partitions `stick1` and `stick2`, each a fresh mkfs.btrfs whose
+        # superblock tests/host/craft-super.py edits to claim rootfs: METADATA_UUID with
+        # metadata_uuid = dev_item.fsid = rootfs's fsid, rootfs's dev_item.uuid, CHANGING_FSID_V2,
+        # generation 999999; stick1 devid 1, stick2 devid 2 of num_devices 2.
+        # `steamos-verity` (issue 18 case 10): the `steamos` disk plus a fixed virtio disk (serial
+        # verity) holding rootfs-A's dm-verity hash tree from block 0 (veritysetup format
+        # --no-superblock, sha256, 4 KiB blocks) and at 4 MiB one line
+        # "bsg-verity ROOTHASH SALT DATABLOCKS" the guest builds its table from.
         # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
         local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
         local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
@@ -357,6 +366,35 @@ qemu_make_disks() {
             _qemu_sb_edit "$d/fs/rootfs-usb.img" 65536 gen_add=5
             # usb-storage, sd_mod and the USB host driver; CRC providers the t10-pi chain asks for
             echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
+        elif [ "$layout" = steamos-usbcraft ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home" "stick1 stick2")
+            serials=(steamos usb0)
+            usb_disk=1
+            local devuuid
+            devuuid=$(btrfs inspect-internal dump-super "$d/fs/rootfs.img" | awk '$1 == "dev_item.uuid" { print $2 }')
+            truncate -s 128M "$d/fs/stick1.img" "$d/fs/stick2.img"
+            mkfs.btrfs -q -f -L stick1 "$d/fs/stick1.img"
+            mkfs.btrfs -q -f -L stick2 "$d/fs/stick2.img"
+            python3 "$QEMU_REPO/tests/host/craft-super.py" "$d/fs/stick1.img" --metadata-uuid $fs_root \
+                --dev-fsid $fs_root --dev-uuid "$devuuid" --flags-or 1000000000 --generation 999999
+            python3 "$QEMU_REPO/tests/host/craft-super.py" "$d/fs/stick2.img" --metadata-uuid $fs_root \
+                --dev-fsid $fs_root --dev-uuid "$devuuid" --flags-or 1000000000 --generation 999999 \
+                --devid 2 --num-devices 2
+            btrfs inspect-internal dump-super "$d/fs/stick1.img"
+            btrfs inspect-internal dump-super "$d/fs/stick2.img" | grep -E 'csum|devid|num_devices'
+            echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
+        elif [ "$layout" = steamos-verity ]; then
+            parts=("esp rootfs-A rootfs-B var-A var-B home")
+            serials=(steamos verity)
+            local vout
+            truncate -s 8M "$d/disk1.img"
+            vout=$(veritysetup format --no-superblock --hash=sha256 --data-block-size=4096 \
+                --hash-block-size=4096 "$d/fs/rootfs.img" "$d/disk1.img") || return 1
+            echo "$vout"
+            printf 'bsg-verity %s %s %s\n' "$(echo "$vout" | awk -F':[ \t]*' '/^Root hash/ { print $2 }')" \
+                "$(echo "$vout" | awk -F':[ \t]*' '/^Salt/ { print $2 }')" \
+                "$(echo "$vout" | awk -F':[ \t]*' '/^Data blocks/ { print $2 }')" |
+                dd of="$d/disk1.img" bs=1M seek=4 conv=notrunc status=none
         elif [ "$layout" = steamos-2disk ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home" "rootfs-A rootfs-B")
             serials=(steamos steamos-copy)
@@ -371,7 +409,7 @@ qemu_make_disks() {
             local -a sg=(-U "5c1a6e2f-0d3b-4c1e-9a7f-00000000d15$i")
             for label in ${parts[$i]}; do
                 p=$d/fs/${label%-[AB]}.img
-                [ "$i" = "${usb_disk:-}" ] && p=$d/fs/rootfs-usb.img
+                [ "$i" = "${usb_disk:-}" ] && [ -e "$d/fs/rootfs-usb.img" ] && p=$d/fs/rootfs-usb.img
                 # fixed partition GUIDs ...-<disk><partition number>; one sgdisk call (each costs 1 s)
                 sg+=(-n "$n:$start:+$(( $(stat -c %s "$p") / 1024 ))K" -c "$n:$label"
                     -t "$n:$([ "$label" = esp ] && echo ef00 || echo 8300)"

@@ -7,18 +7,21 @@
 # then the unit's boot and udevd's coldplug (trigger --action=add); (2) change events
 # of the partitions first, then of the dm devices; (3) the dm devices first; (4) the dm devices
 # removed, the partitions' events, then both created again while udevd runs (udev sync).
-# In each: the partitions under dm are `ignore held`, never registered, get no slot; rootA is
+# In each: the partitions under dm are `skip held` (listed), never registered, get no slot; rootA is
 # decided (skip clone of rootfs-B, SLOT_ACTIVE=1) and owns by-uuid, by-label and
 # by-slot/active/rootfs; rootfs-B is the inactive slot; home's dm device is `scan unique`,
 # registered, and owns by-uuid of home. Then rootA mounts read-only, rootfs-B with virtual_fsid,
 # home plainly, all at once.
+# NOT IN CTEST: tests/qemu/udev/failing/ holds reproducers of open bugs (run by hand:
+# tests/qemu/udev/run-udev-case.sh tests/qemu/udev/failing/dm-verity-root.sh STAGE WORK, STAGE a
+# `cmake --install` DESTDIR). Since 4b61535 a held member is `skip held` and listed.
 # On main 5386cca this case FAILS (measured 2026-12-06), in every order: rootA gets no slot
 # (SLOT=-, SLOT_ACTIVE unset), status says "active slot: (unknown) (from none)" with
 # root=/dev/mapper/rootA, rootfs-B has no SLOT_ACTIVE, no by-slot link exists; with the dm devices'
 # events first, by-uuid and by-label of rootfs go to rootfs-B (the last event wins); when the dm
 # devices are created while udevd runs, the partitions keep their earlier decisions (rootfs-A
 # `skip clone SLOT=A`, home `scan unique`) until their own next event. What passes: partitions
-# `ignore held` after their events, never registered by the helper; home's dm device `scan unique`
+# held after their events, never registered by the helper; home's dm device `scan unique`
 # and registered; all mounts. With btrfs-scan-gate.slot=A added to the command line (a copy of
 # this case, run by hand) rootA still has no slot, and the shared links of rootfs (by-uuid,
 # by-label) go to rootfs-B, the inactive slot, in every order; created while udevd runs,
@@ -74,13 +77,13 @@ verity_check() {
     for dev in $PA $PH; do
         sys_props "$dev"
         log "$what: $dev (under dm): decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
-        want BTRFS_SCAN_GATE_DECISION ignore
+        want BTRFS_SCAN_GATE_DECISION skip
         want BTRFS_SCAN_GATE_REASON held
         want BTRFS_SCAN_GATE_SLOT -
         want BTRFS_SCAN_GATE_SLOT_ACTIVE -
         [ "$(sys_registered "$dev")" = no ] || bad "$what: $dev (under dm) is registered with the kernel"
-        # status lists a held partition as `ignore held`, or not at all; never as a copy
-        grep -q "^$dev .* \(scan\|skip\) " /tmp/status.txt && bad "$what: status decides $dev (under dm): $(grep "^$dev " /tmp/status.txt)"
+        # status lists a held partition as `skip held`, or not at all; never as a copy
+        grep "^$dev " /tmp/status.txt | grep -qv " held " && bad "$what: status decides $dev (under dm): $(grep "^$dev " /tmp/status.txt)"
     done
     dev=$VD
     sys_props "$dev"

@@ -43,7 +43,9 @@ struct entry {
         bool from_record; /* fields from the inventory (this invocation did not read the device) */
         bool unanswered;  /* read in this invocation and the read failed (timeout, EIO): not handed to
                            * the kernel, whatever its record says */
-        bool registered;  /* this helper registered it and has not forgotten it (from the inventory) */
+        bool registered;  /* this helper registered it and has not forgotten it (from the inventory): a
+                           * hint for the other devices of an event, never a reason not to ask the
+                           * kernel about the event's own device (a --forget makes it false) */
         bool forget_pending; /* registered, but the kernel read differs from what was decided and the
                               * forget that was to take it back failed: forgotten at the next chance */
         bool target_group; /* the event's device, or a device of its filesystem */
@@ -202,10 +204,6 @@ enum plan_mode {
         PLAN_MODE_RECONCILE, /* every device, from the inventory */
         PLAN_MODE_BOOT,      /* every device, read now: every scan device is scanned */
 };
-
-/* Whether the event's device E needs no kernel action of its own: this helper registered and checked
- * it earlier and this event did not read it (coldplug after boot); readiness comes from the inventory. */
-bool plan_target_registered(const struct entry *e);
 
 /* The kernel actions that bring the kernel to the decided state for every entry, in the one order
  * (skip list, scans, forgets). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.

@@ -34,7 +34,6 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
 {
         struct plan p;
         int ready = -1, r;
-        bool known = target < c->n && plan_target_registered(&c->e[target]);
 
         record_all(c);
         r = plan_build(c->e, c->n, target, PLAN_MODE_EVENT, &p);
@@ -62,8 +61,6 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
                 *ret_ready = ready;
         if (target < c->n && c->e[target].v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");
-        else if (known && c->e[target].v.decision == BSG_SCAN)
-                add_token(c->actions, sizeof(c->actions), "registered");
         r = c->partial ? seal_save_partial(c) : bsg_state_save(bsg_rundir_path(), &c->state);
         if (r < 0) {
                 log_msg("cannot save the inventory, ignoring: %s", strerror(-r));

@@ -942,10 +942,12 @@ static void test_steamos_udev(Fixture *f, gconstpointer data)
         g_assert_null(kv(&r, "UDISKS_IGNORE")); /* only for an inactive-slot clone */
         if (p->active) {
                 /* the first event (no inventory yet) read every device and registered it; its own
-                 * add event finds it current and registered: no second kernel read */
+                 * add event asks the kernel all the same (DEVICES_READY, issue 18 case 11): the
+                 * record is not the kernel's state */
                 g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
-                assert_kv(&r, "ACTION", "registered");
-                g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 1);
+                assert_kv(&r, "ACTION", "scanned");
+                g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sda4"), ==, 1);
+                g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
         } else
                 g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 0);
         run_clear(&r);
@@ -1444,6 +1446,55 @@ static void test_raid_plain(Fixture *f, gconstpointer data)
         run_clear(&r);
         assert_registry("/dev/sdc1,/dev/sdd1");
         assert_skip_scan("");
+}
+
+/* Issue 18 case 11: the kernel says what is registered, not the helper's record. After `boot`
+ * registered both members, `btrfs device scan --forget` (outside the helper) empties the kernel's
+ * list; `udevadm trigger --action=add` then runs the members' add events, whose inventory entries
+ * are current and recorded registered. Stock udev registers them again (DEVICES_READY); the gate
+ * must too, or `mount UUID=` fails. Failed on 5386cca: ACTION=registered, no ioctl, registry empty. */
+static void test_raid_forget_then_add(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, raid, 2);
+        run_boot(f);
+        assert_registry("/dev/sdc1,/dev/sdd1");
+
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_forget(""), ==, 0); /* btrfs device scan --forget */
+        g_mutex_unlock(&kern.lock);
+        assert_registry("");
+
+        world_uevent(f, &raid[0], "add");
+        run_udev(f, &raid[0], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "ACTION", "scanned");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0"); /* the kernel's answer: devid 2 not back yet */
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sdc1"), ==, 1);
+        assert_registry("/dev/sdc1");
+        run_clear(&r);
+
+        world_uevent(f, &raid[1], "add");
+        run_udev(f, &raid[1], &r, FALSE);
+        assert_kv(&r, "ACTION", "scanned");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_registry("/dev/sdc1,/dev/sdd1");
+        run_clear(&r);
+
+        /* a single-device fs the same way: its add event alone brings it back */
+        static const DevSpec home = {.node = "sdf2", .disk = "sdf", .partn = 2, .image = "home", .partlabel = "home"};
+        world_add(f, &home);
+        run_udev_quiet(f, &home);
+        assert_registry("/dev/sdc1,/dev/sdd1,/dev/sdf2");
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_forget("/dev/sdf2"), ==, 0); /* btrfs device scan --forget /dev/sdf2 */
+        g_mutex_unlock(&kern.lock);
+        world_uevent(f, &home, "add");
+        run_udev(f, &home, &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_registry("/dev/sdc1,/dev/sdd1,/dev/sdf2");
+        run_clear(&r);
 }
 
 static const DevSpec seed_dev = {.node = "sdf1", .disk = "sdf", .partn = 1, .image = "seed",
@@ -2694,6 +2745,7 @@ int main(int argc, char **argv)
         add("/helper/rauc/skip-all", test_rauc_skip_all);
         add("/helper/raid/clone-member", test_raid_clone);
         add("/helper/raid/plain", test_raid_plain);
+        add("/helper/raid/forget-then-add", test_raid_forget_then_add);
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
         add("/helper/guard/usb-root-self", test_usb_root_self);

@@ -193,7 +193,8 @@ expect "$state/steamos-nolate/$bn.db" '^E:UDISKS_IGNORE=0$' # the contrast: Stea
 expect "$state/steamos/$bn.db" '^E:BTRFS_SCAN_GATE_DECISION=skip$'
 expect "$state/steamos/$bn.db" '^E:UDISKS_IGNORE=1$'
 expect "$state/steamos/$an.db" '^E:UDISKS_IGNORE=0$' # a device the gate trusts keeps SteamOS's value
-expect "$state/steamos/$bn.db" '^L:-10$'           # and the copy loses the partset link to slot A
+expect "$state/steamos/$bn.db" '^L:10$'            # and the copy loses the partset link to slot A (20)
+expect "$state/steamos/$an.db" '^L:20$'
 
 if [ "$mode" = stub ]; then
     # a scanned device of an incomplete multi-device fs waits (SYSTEMD_READY=0), and the change event

@@ -100,15 +100,22 @@ craft "$work/stick2.img" --metadata-uuid "$fsid" --dev-fsid "$fsid" --dev-uuid "
 craft "$work/mu.img" --metadata-uuid "$fsid" --dev-fsid "$fsid" --generation 999999
 
 root=$(attach "$work/root.img")
+# loop devices are untrusted unless trusted_disk= names them (issue 18): the root stands in for
+# internal storage in every run; a "fixed" crafted device is named too (fixed.conf), a stick is not
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$root" >"$work/gate.conf"
+fixed() { # fixed DEV: a configuration naming the root and DEV trusted
+    printf 'clone_policy=skip-all\ntrusted_disk=%s\ntrusted_disk=%s\n' "$root" "$1" >"$work/fixed.conf"
+}
 for variant in stick stick2; do
     st=$(attach "$work/$variant.img")
-    boot_dry "$work/$variant-boot.out"
+    fixed "$st"
+    BTRFS_SCAN_GATE_CONFIG=$work/fixed.conf boot_dry "$work/$variant-boot.out"
     expect_verdict "$work/$variant-boot.out" "$st" "skip fsid-changing" "$variant: crafted superblock, fixed loop device"
     listed "$work/$variant-boot.out" "$st" || fail "$variant: $st not in the skip list"
     udev_dry "$work/$variant-usb.out" "$st" ID_BUS=usb
     expect_udev "$work/$variant-usb.out" skip fsid-changing "$variant: crafted stick on USB"
     grep -qx 'BTRFS_SCAN_GATE_SLOT=' "$work/$variant-usb.out" || fail "$variant: a slot for the crafted stick"
-    udev_dry "$work/$variant-fixed.out" "$st"
+    BTRFS_SCAN_GATE_CONFIG=$work/fixed.conf udev_dry "$work/$variant-fixed.out" "$st"
     expect_udev "$work/$variant-fixed.out" skip fsid-changing "$variant: crafted superblock on a fixed disk"
     detach "$st"
 done
@@ -119,7 +126,8 @@ udev_dry "$work/mu-usb.out" "$mu" ID_BUS=usb
 expect_udev "$work/mu-usb.out" skip untrusted-metadata-uuid "metadata_uuid of internal storage on USB"
 # on fixed storage it is a copy of the root's filesystem, whatever its fsid says; devid 1 under
 # another device UUID: the copies disagree, neither is scanned
-boot_dry "$work/mu-boot.out"
+fixed "$mu"
+BTRFS_SCAN_GATE_CONFIG=$work/fixed.conf boot_dry "$work/mu-boot.out"
 expect_verdict "$work/mu-boot.out" "$mu" "skip inconsistent-copies" "fixed disk whose metadata_uuid is the root's fsid"
 expect_verdict "$work/mu-boot.out" "$root" "skip inconsistent-copies" "the root, beside a metadata_uuid copy of it"
 detach "$mu"

@@ -34,14 +34,16 @@ rm -rf /etc/rauc /usr/lib/rauc # in the overlays only
 truncate -s 120M "$work/fs.img"
 mkfs.btrfs -f "$work/fs.img" >"$work/mkfs.log" 2>&1 || fail "mkfs.btrfs"
 loop=$(losetup --show -f "$work/fs.img") || { echo "SKIP: no free loop device"; exit 77; }
-: >"$work/gate.conf"
+# loop devices are untrusted unless the configuration names them (issue 18): this one stands in for
+# internal storage
+printf 'trusted_disk=%s\n' "$loop" >"$work/gate.conf"
 
 conf() { # conf DIR BOOTNAME: a system.conf in DIR naming the loop device slot BOOTNAME
     mkdir -p "$1"
     printf '[system]\ncompatible=test\nbootloader=efi\n\n[slot.rootfs.0]\ndevice=%s\ntype=raw\nbootname=%s\n' \
         "$loop" "$2" >"$1/system.conf"
 }
-slot() { # the slot the helper gives the loop device (dry run, empty gate configuration)
+slot() { # the slot the helper gives the loop device (dry run, a configuration naming only the loop device trusted)
     BTRFS_SCAN_GATE_CONFIG=${1:-$work/gate.conf} BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_LOG=stderr \
         "$helper" --dry-run udev "$loop" 2>>"$work/helper.err" | sed -n 's/^BTRFS_SCAN_GATE_SLOT=//p'
 }
@@ -61,6 +63,6 @@ expect "/usr/lib/rauc again" B
 conf /etc/rauc A
 conf /run/rauc B
 expect "/etc/rauc wins over /run/rauc" A
-printf 'rauc_system_conf=/run/rauc/system.conf\n' >"$work/explicit.conf"
+printf 'rauc_system_conf=/run/rauc/system.conf\ntrusted_disk=%s\n' "$loop" >"$work/explicit.conf"
 expect "an explicit rauc_system_conf= is read alone" B "$work/explicit.conf"
 echo "PASS: system.conf found in RAUC's order (/etc/rauc, /run/rauc, /usr/lib/rauc); an explicit path read alone"

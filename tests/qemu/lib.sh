@@ -179,9 +179,11 @@ qemu_module_order() {
 
 qemu_make_disks() {
     local layout=$1 d=$2 size=256M i
-    # _qemu_sb_edit IMG OFFSET [fsid=UUID] [flags_or=N] [gen_add=N]: edit the btrfs superblock
-    # copy at OFFSET of IMG (fsid at 0x20, flags at 0x38, generation at 0x48, all little endian)
-    # and store the new crc32c of bytes 0x20..0xfff in the first 4 bytes. perl-base is Essential.
+    # _qemu_sb_edit IMG OFFSET [fsid=UUID] [flags_or=N] [gen_add=N] [u64=OFF:N] [u64_or=OFF:N]
+    # [uuid=OFF:UUID]: edit the btrfs superblock copy at OFFSET of IMG (fsid at 0x20, flags at
+    # 0x38, generation at 0x48, all little endian; u64/u64_or/uuid write at byte OFF of the
+    # superblock, decimal or 0x hex) and store the new crc32c of bytes 0x20..0xfff in the first
+    # 4 bytes. perl-base is Essential.
     _qemu_sb_edit() {
         perl -e '
             use strict; use warnings;
@@ -199,6 +201,16 @@ qemu_make_disks() {
                     substr($sb, 0x38, 8) = pack("Q<", unpack("Q<", substr($sb, 0x38, 8)) | $v);
                 } elsif ($k eq "gen_add") {
                     substr($sb, 0x48, 8) = pack("Q<", unpack("Q<", substr($sb, 0x48, 8)) + $v);
+                } elsif ($k =~ /^(u64|u64_or|uuid)$/) {
+                    my ($o, $x) = split /:/, $v, 2;
+                    $o = oct($o) if $o =~ /^0/;
+                    if ($k eq "uuid") {
+                        (my $h = $x) =~ s/-//g;
+                        substr($sb, $o, 16) = pack("H32", $h);
+                    } else {
+                        $x = unpack("Q<", substr($sb, $o, 8)) | $x if $k eq "u64_or";
+                        substr($sb, $o, 8) = pack("Q<", $x);
+                    }
                 } else { die "unknown edit $k\n" }
             }
             my @t;
@@ -255,6 +267,27 @@ qemu_make_disks() {
         mkfs.btrfs -q -f -L raid -d raid1 -m raid1 -U ${u}05 "$d/disk5.img" "$d/disk6.img"
         btrfs inspect-internal dump-super "$d/disk4.img"
         serials=(single spare seed metauuid fsidchange raid-a raid-b)
+        ;;
+    metauuid-stick)
+        # Crafted media naming another filesystem (upstream 197a9ecee68a's case): vda a plain
+        # single-device filesystem (fsid QEMU_FSID); vdb and vdc each a fresh filesystem of its
+        # own whose primary superblock is edited to claim vda's: incompat METADATA_UUID (1 << 10,
+        # at 0xbc), metadata_uuid (0x23b) = vda's fsid, dev_item.fsid (0x11b) = vda's fsid,
+        # dev_item.uuid (0x10b) = vda's device uuid, flags |= CHANGING_FSID_V2 (1 << 36),
+        # generation (0x48) 999999; vdb keeps devid 1, vdc has dev_item.devid (0xc9) 2.
+        local devuuid
+        truncate -s $size "$d"/disk{0,1,2}.img
+        mkfs.btrfs -q -f -L root -U $QEMU_FSID "$d/disk0.img"
+        devuuid=$(btrfs inspect-internal dump-super "$d/disk0.img" | awk '$1 == "dev_item.uuid" { print $2 }')
+        [ -n "$devuuid" ] || { qemu_log "no dev_item.uuid in disk0's superblock"; return 1; }
+        for i in 1 2; do
+            mkfs.btrfs -q -f -L stick$i -U 5c1a6e2f-0d3b-4c1e-9a7f-00000057c10$i "$d/disk$i.img"
+            _qemu_sb_edit "$d/disk$i.img" 65536 u64_or=0xbc:$((1 << 10)) uuid=0x23b:$QEMU_FSID \
+                uuid=0x11b:$QEMU_FSID uuid=0x10b:$devuuid flags_or=$((1 << 36)) u64=0x48:999999 \
+                u64=0xc9:$i
+            btrfs inspect-internal dump-super "$d/disk$i.img"
+        done
+        serials=(root stick-devid1 stick-devid2)
         ;;
     clone2-sbswap)
         # clone2 plus vdc, a third clone, and vdd (1 MiB) holding at 64 KiB a copy of the clones'

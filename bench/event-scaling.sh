@@ -113,7 +113,7 @@ for n in $sizes; do
         cpn[$n]=$(preads "$res"/cpn.strace.*)
     fi
     [ "$coldplug" = 0 ] || cmp -s "$res/skip_scan.boot" "$res/skip_scan.noboot" || say "N=$n: the skip list after a coldplug without boot differs from the boot's"
-    grep -q '^BTRFS_SCAN_GATE_DECISION=scan$' "$res/event.out" || say "N=$n: the event of $dev5 did not decide scan (see $res/event.out)"
+    grep -q '^BTRFS_SCAN_GATE_DECISION=scan$' "$res/event.out" || say "N=$n: the event of /dev/bsg0005 did not decide scan (see $res/event.out)"
 done
 
 base=${sizes%% *}

@@ -121,18 +121,6 @@ static bool needs_forget(const struct entry *e)
         return e->registered && (e->v.decision != BSG_SCAN || e->forget_pending) && !e->pd.self_mounted;
 }
 
-bool plan_settled(const struct entry *e, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                /* unanswered includes a device unreadable and never read (EIO, EACCES): it has no
-                 * record, and an event under a seal does not sweep, so a whole-set decision there
-                 * would leave it out of the list: no seal while one is present */
-                if (e[i].pd.state == BSG_DEV_UNKNOWN || e[i].unanswered || needs_forget(&e[i]) ||
-                    (e[i].v.decision == BSG_SCAN && !e[i].registered))
-                        return false;
-        return true;
-}
-
 static int push(struct plan *p, enum plan_action_type type, size_t entry)
 {
         struct plan_action *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));

@@ -202,7 +202,9 @@ int main(int argc, char **argv)
         guint8 variant[SB_SIZE];
         for (long i = 0; i < n; i++) {
                 g_autofree char *node = g_strdup_printf("/dev/bsg%04ld", i);
-                g_autofree char *rel = g_strdup_printf("virtual/block/bsg%04ld", i);
+                /* on a PCI controller: fixed storage, trusted by the fallback of is_trusted_storage()
+                 * (under virtual/ every device would be `skip untrusted` and nothing scanned) */
+                g_autofree char *rel = g_strdup_printf("pci0000:00/0000:00:17.0/block/bsg%04ld", i);
                 g_autofree char *dev = g_strdup_printf("%u:%ld", FAKE_MAJOR, i);
                 g_autofree char *maj = g_strdup_printf("%u", FAKE_MAJOR);
                 g_autofree char *min = g_strdup_printf("%ld", i);

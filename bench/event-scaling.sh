@@ -10,7 +10,7 @@
 #            umockdev preload included);
 #   add      after `boot`, one `add` event of device 5 (coldplug: its entry is current);
 #   whole    a mount changes an input of every decision: the next `change` event of device 5
-#            decides the whole set again (no seal holds: helper/seal.c);
+#            (every event decides the whole set since the seal went; kept to compare with older runs);
 #   coldplug-boot    `boot`, then one `add` event per device: preads in all, and the checks after
 #                    each scan that read the page the kernel read with RWF_NOWAIT (no device read);
 #   coldplug-noboot  no `boot` (no inventory yet), one `add` event per device: preads in all
@@ -70,7 +70,7 @@ ev change 5 strace -f -y -s 0 -e trace=pread64,preadv2 -o "$res/event.strace" "$
 ev change 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/event.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
 ev add 5 strace -f -y -s 0 -e trace=pread64,preadv2 -o "$res/add.strace" "$H" udev $dev5 >/dev/null 2>&1
 ev add 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/add.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
-# an input of every decision changes (a btrfs mount: only those count): the next event decides the whole set (no seal)
+# an input of every decision changes (a btrfs mount): the next event (every event decides the whole set)
 printf '99 1 0:99 / /mnt rw - btrfs /dev/bsg0009 rw\n' >>"$BTRFS_SCAN_GATE_MOUNTINFO"
 ev change 5 valgrind --tool=callgrind --dump-before='*fork' --callgrind-out-file="$res/whole.cg.%p" "$H" udev $dev5 >/dev/null 2>>"$res/valgrind.log"
 [ "$coldplug" = 1 ] || exit 0
@@ -113,7 +113,7 @@ for n in $sizes; do
         cpn[$n]=$(preads "$res"/cpn.strace.*)
     fi
     [ "$coldplug" = 0 ] || cmp -s "$res/skip_scan.boot" "$res/skip_scan.noboot" || say "N=$n: the skip list after a coldplug without boot differs from the boot's"
-    grep -q '^BTRFS_SCAN_GATE_DECISION=scan$' "$res/event.out" || say "N=$n: the event of $dev5 did not decide scan (see $res/event.out)"
+    grep -q '^BTRFS_SCAN_GATE_DECISION=scan$' "$res/event.out" || say "N=$n: the event of /dev/bsg0005 did not decide scan (see $res/event.out)"
 done
 
 base=${sizes%% *}

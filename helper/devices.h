@@ -104,9 +104,8 @@ int bsg_devnum_compare(const void *a, const void *b);
 int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, const char **ret_end);
 
 /* The device numbers of every block device (the names of /sys/dev/block: one readdir, no device
- * opened), in directory order. *ret_devnums is a new array of *ret_n entries; *ret_hash (if not NULL)
- * is bsg_sysfs_devnums_hash()'s number of the same readdir. Returns 0 or -errno. */
-int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n, uint64_t *ret_hash);
+ * opened), in directory order. *ret_devnums is a new array of *ret_n entries. Returns 0 or -errno. */
+int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n);
 
 /* Whether DEVNUM has holders (a device known only from its inventory record). */
 bool bsg_devnum_held(dev_t devnum);
@@ -114,11 +113,6 @@ bool bsg_devnum_held(dev_t devnum);
 /* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
  * directory with a "partition" file), for a device known only from its inventory record. */
 bool bsg_devnum_partitioned_disk(dev_t devnum);
-
-/* The names of /sys/dev/block as one number, their order not mattering (one readdir, nothing
- * allocated, nothing parsed). The seal (gate.h) keeps the one its decision covered; an event whose
- * set is the same needs no sweep for unseen devices. */
-int bsg_sysfs_devnums_hash(uint64_t *ret_hash);
 
 /* Reads the superblock of every device not marked skip_read, each exactly once (one pread of 4 KiB at
  * 64 KiB), in a child process; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.

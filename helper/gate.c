@@ -1,5 +1,3 @@
-#include <elf.h>
-#include <link.h>
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Messages and the tokens of BTRFS_SCAN_GATE_ACTION/ERROR, shared by the verbs. */
 #include <stdarg.h>
@@ -95,9 +93,6 @@ void ctx_done(struct ctx *c)
 {
         free(c->cmdline);
         bsg_mount_sources_free(&c->mount_sources);
-        seal_done(&c->seal);
-        free(c->inv_text);
-        free(c->lines);
         free(c->mountinfo);
         free(c->root_source);
         free(c->mounted);
@@ -111,48 +106,3 @@ void ctx_done(struct ctx *c)
         free(c->root_disk);
 }
 
-struct build_id_search {
-        const void *id;
-        size_t len;
-};
-
-static int find_build_id(struct dl_phdr_info *info, size_t size, void *data)
-{
-        struct build_id_search *b = data;
-
-        (void)size;
-        if (info->dlpi_name && info->dlpi_name[0])
-                return 0; /* the program itself comes first, with an empty name */
-        for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                if (ph->p_type != PT_NOTE)
-                        continue;
-                const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-                while (p + sizeof(ElfW(Nhdr)) <= end) {
-                        const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-                        size_t name = (n->n_namesz + 3) & ~(size_t)3, desc = (n->n_descsz + 3) & ~(size_t)3;
-                        const uint8_t *d = p + sizeof(*n) + name;
-                        if (d + n->n_descsz > end)
-                                break;
-                        if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(p + sizeof(*n), "GNU", 4) == 0) {
-                                b->id = d;
-                                b->len = n->n_descsz;
-                                return 1;
-                        }
-                        p = d + desc;
-                }
-        }
-        return 1;
-}
-
-int bsg_build_id(const void **ret_id, size_t *ret_len)
-{
-        struct build_id_search b = {0};
-
-        dl_iterate_phdr(find_build_id, &b);
-        if (!b.id || !b.len)
-                return -ENOENT;
-        *ret_id = b.id;
-        *ret_len = b.len;
-        return 0;
-}

@@ -43,36 +43,12 @@ struct entry {
         bool from_record; /* fields from the inventory (this invocation did not read the device) */
         bool unanswered;  /* read in this invocation and the read failed (timeout, EIO): not handed to
                            * the kernel, whatever its record says */
-        bool registered;  /* this helper registered it and has not forgotten it (from the inventory) */
+        bool registered;  /* this helper registered it and has not forgotten it (from the inventory): a
+                           * hint for the other devices of an event, never a reason not to ask the
+                           * kernel about the event's own device (a --forget makes it false) */
         bool forget_pending; /* registered, but the kernel read differs from what was decided and the
                               * forget that was to take it back failed: forgotten at the next chance */
         bool target_group; /* the event's device, or a device of its filesystem */
-};
-
-/* The seal (seal.c): what the last whole decision under the lock covered (a hash of every input
- * besides the inventory's records, the set of block devices, the inventory file it saved), what it
- * worked out for the whole set (active slot, booted disk, skip list) and every device's verdict. It
- * is written only when the kernel reached the decided state (no error, every scan device registered,
- * nothing left to forget, nothing in doubt). While the seal holds, an event whose own device's
- * record is unchanged in everything the policy reads decides its filesystem's devices alone, from
- * their records: the verdicts of all others are the sealed ones, since none of their inputs changed. */
-struct bsg_seal {
-        uint64_t ctx_hash, sys_hash;
-        uint64_t inv_id[3]; /* inode, size, mtime (ns) of RUNDIR/devices as saved */
-        bool have_active_slot;
-        int slot_source;
-        char active_slot[BSG_SLOT_MAX];
-        char *booted_disk, *root_disk, *skip_list;
-        char *text;           /* the whole file */
-        const char *groups;   /* in text: "g FSID MAJ:MIN..." lines, filesystems of two or more devices */
-        size_t groups_len;
-        const char *verdicts; /* in text: "MAJ:MIN DECISION REASON" lines, by device number */
-};
-
-/* A record the event loaded alone (c->partial), and where its line is in c->inv_text. */
-struct partial_line {
-        dev_t devnum;
-        size_t start, end;
 };
 
 struct ctx {
@@ -110,16 +86,6 @@ struct ctx {
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
         dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
         size_t n_trusted_devnums;
-        uint64_t ctx_hash;              /* every input of the decision besides the records (seal.c) */
-        uint64_t sys_hash;              /* the device numbers the decision covered */
-        bool have_sys_hash;
-        struct bsg_seal seal;
-        bool have_seal;                 /* seal loaded and its ctx_hash is this run's */
-        bool partial;                   /* c->state holds the event's filesystem only (seal.c) */
-        bool partial_inputs_changed;    /* with partial: a saved record changed more than its generation */
-        char *inv_text;                 /* with partial: the inventory text the records came from */
-        struct partial_line *lines;
-        size_t n_lines;
         char errors[512];
         char actions[8192];
 };
@@ -151,9 +117,6 @@ bool config_has_errors(const struct ctx *c);
 /* Why the kernel cannot apply the skip list LIST (a non-empty list, no skip_scan parameter and no
  * temp_fsid), or NULL when it can or there is nothing to apply. The exit status 3 of boot and status. */
 const char *kernel_cannot_apply(const struct ctx *c, const char *list);
-/* The helper's own ELF build ID (the note the linker writes), for the seal's hash: a rebuilt helper
- * does not trust its predecessor's seal. Returns 0 or -ENOENT (linked without one). */
-int bsg_build_id(const void **ret_id, size_t *ret_len);
 
 /* inventory.c: everything a decision needs, then the decision. Unless dry-run or status, takes the
  * lock first: *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0
@@ -203,37 +166,11 @@ enum plan_mode {
         PLAN_MODE_BOOT,      /* every device, read now: every scan device is scanned */
 };
 
-/* Whether the event's device E needs no kernel action of its own: this helper registered and checked
- * it earlier and this event did not read it (coldplug after boot); readiness comes from the inventory. */
-bool plan_target_registered(const struct entry *e);
-
 /* The kernel actions that bring the kernel to the decided state for every entry, in the one order
  * (skip list, scans, forgets). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
  * Returns 0 or -ENOMEM. */
 int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mode, struct plan *ret_plan);
 void plan_done(struct plan *p);
-
-/* Whether the kernel is in the decided state for these entries as far as this helper knows: nothing
- * in doubt or unanswered, every scan device registered, nothing left to forget. */
-bool plan_settled(const struct entry *e, size_t n);
-
-/* seal.c */
-int seal_load(struct bsg_seal *ret);
-/* The identity of RUNDIR/devices (inode, size, mtime): every save renames a new file over it. */
-int seal_inventory_id(uint64_t ret[3]);
-/* The devices of FSID's filesystem as the seal saw them: *ret_devnums, a new array (empty for a
- * filesystem of one device). Returns 0 or -errno. */
-int seal_group(const struct bsg_seal *s, const uint8_t fsid[BSG_UUID_SIZE], dev_t **ret_devnums, size_t *ret_n);
-/* The sealed verdict of DEVNUM. Returns false if the seal has none. */
-bool seal_verdict(const struct bsg_seal *s, dev_t devnum, struct bsg_verdict *ret);
-void seal_done(struct bsg_seal *s);
-/* After the inventory was saved: writes the seal of this decision when the kernel is in its state
- * (SKIP_LIST is the whole list the kernel was given), else removes it. */
-void seal_update(struct ctx *c, const char *skip_list);
-/* With c->partial: whether every entry's verdict is its sealed one (else the event decides the whole set). */
-bool seal_verdicts_hold(const struct ctx *c);
-/* With c->partial: saves the changed records into the inventory text. Returns 0 or -errno. */
-int seal_save_partial(struct ctx *c);
 
 /* executor.c */
 void apply_skip_list(struct ctx *c, const char *list);

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "cmdline.h"
-#include "hash.h"
 #include "gate.h"
 #include "skiplist.h"
 #include "superblock.h"
@@ -40,10 +39,6 @@ static void load_config(struct ctx *c)
 
         bsg_config_init(&c->config);
         r = bsg_read_file(path, 65536, &text, &len);
-        bsg_hash_str(&c->ctx_hash, path);
-        bsg_hash_update(&c->ctx_hash, &r, sizeof(r));
-        if (r >= 0)
-                bsg_hash_update(&c->ctx_hash, text, len);
         if (r == -ENOENT && !c->config_path)
                 return;
         if (r < 0) {
@@ -55,7 +50,7 @@ static void load_config(struct ctx *c)
 }
 
 /* The device numbers of the disks trusted_disk= names (a path that is no block device now names
- * nothing: said in verbose mode), into the seal's hash. */
+ * nothing: said in verbose mode). */
 static void load_trusted_disks(struct ctx *c)
 {
         for (size_t i = 0; i < c->config.n_trusted_disks; i++) {
@@ -66,7 +61,6 @@ static void load_trusted_disks(struct ctx *c)
                 }
                 c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
         }
-        bsg_hash_update(&c->ctx_hash, c->trusted_devnums, c->n_trusted_devnums * sizeof(dev_t));
 }
 
 void trust_describe(const struct ctx *c, char *buf, size_t size)
@@ -79,38 +73,6 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
 }
 
 #define LOADER_DEVICE_PARTUUID "/sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
-
-/* What of the kernel's state the decision reads, into the seal's hash (gate.h): the command line,
- * the root's and every device mount's source, the capabilities, the mounted filesystems and their
- * members, the booted ESP. Sets of things are summed, so their order does not matter. */
-static void hash_kernel_state(struct ctx *c)
-{
-        uint64_t *h = &c->ctx_hash, sum = 0;
-        const void *build_id;
-        size_t build_id_len;
-
-        /* the decision's code too: an upgraded helper does not trust its predecessor's seal */
-        bsg_hash_str(h, BSG_VERSION);
-        if (bsg_build_id(&build_id, &build_id_len) == 0)
-                bsg_hash_update(h, build_id, build_id_len);
-
-        bsg_hash_str(h, c->cmdline);
-        bsg_hash_str(h, c->root_source);
-        for (size_t i = 0; i < c->mount_sources.n; i++)
-                if (c->mount_sources.v[i].len && c->mount_sources.v[i].p[0] == '/')
-                        bsg_hash_update(h, c->mount_sources.v[i].p, c->mount_sources.v[i].len);
-        const bool caps[] = {c->caps.control, c->caps.skip_scan, c->caps.skip_scan_writable,
-                             c->caps.virtual_fsid, c->caps.temp_fsid};
-        bsg_hash_update(h, caps, sizeof(caps));
-        for (size_t i = 0; i < c->n_mounted; i++) {
-                uint64_t x = 0;
-                bsg_hash_update(&x, c->mounted[i], BSG_UUID_SIZE);
-                sum += x;
-        }
-        sum += bsg_mounted_members_hash();
-        bsg_hash_update(h, &sum, sizeof(sum));
-        bsg_hash_str(h, c->loader_partuuid);
-}
 
 static void load_kernel_state(struct ctx *c)
 {
@@ -139,7 +101,6 @@ static void load_kernel_state(struct ctx *c)
         size_t len = 0;
         if (bsg_read_file(LOADER_DEVICE_PARTUUID, 256, &efivar, &len) >= 0)
                 (void)bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
-        hash_kernel_state(c);
 }
 
 static bool fsid_is_mounted(const struct ctx *c, const uint8_t fsid[BSG_UUID_SIZE])
@@ -284,8 +245,6 @@ static void load_platform_slots(struct ctx *c)
         DIR *dir;
         struct dirent *de;
 
-        uint64_t sum = 0;
-
         /* left at its default, system.conf is found where RAUC finds it (the first that exists);
          * messages then name the file read */
         if (streq(c->config.rauc_system_conf, BSG_RAUC_SYSTEM_CONF_DEFAULT)) {
@@ -297,17 +256,14 @@ static void load_platform_slots(struct ctx *c)
                                 break;
                         }
         }
-        /* the slots are inputs of the decision: into the seal's hash (the config's path names them) */
         if (!isempty(c->config.rauc_system_conf) &&
             bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len) >= 0) {
-                bsg_hash_update(&c->ctx_hash, text, len);
                 if (bsg_rauc_parse(text, len, &c->rauc, rauc_diag, c) >= 0)
                         c->rauc_rdev = calloc(c->rauc.n + 1, sizeof(dev_t));
                 for (size_t i = 0; c->rauc_rdev && i < c->rauc.n; i++) {
                         struct stat st;
                         if (stat(c->rauc.v[i].device, &st) == 0 && S_ISBLK(st.st_mode))
                                 c->rauc_rdev[i] = st.st_rdev;
-                        bsg_hash_update(&c->ctx_hash, &c->rauc_rdev[i], sizeof(dev_t));
                 }
         }
         if (isempty(c->config.steamos_partsets) || !(dir = opendir(c->config.steamos_partsets)))
@@ -319,15 +275,10 @@ static void load_platform_slots(struct ctx *c)
                     (size_t)snprintf(path, sizeof(path), "%s/%s", c->config.steamos_partsets, de->d_name) >= sizeof(path) ||
                     bsg_read_file(path, 65536, &body, &len) < 0)
                         continue;
-                uint64_t h = 0;
-                bsg_hash_str(&h, de->d_name);
-                bsg_hash_update(&h, body, len);
-                sum += h;
                 if (bsg_partsets_add(&c->partsets, de->d_name, body, len) == -ENOMEM)
                         break;
         }
         closedir(dir);
-        bsg_hash_update(&c->ctx_hash, &sum, sizeof(sum));
 }
 
 /* The slot of D from the platform: RAUC (device= names its device number; slot = bootname, base =
@@ -485,8 +436,7 @@ static int entries_build(struct ctx *c)
                 e->pd.held = (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
                              bsg_devnum_held(rec->devnum);
         }
-        if (!c->partial)
-                find_active_slot(c); /* after the labels from the inventory are in */
+        find_active_slot(c); /* after the labels from the inventory are in */
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 /* a hot-pluggable device never has a slot (issue 10 item 2) */
@@ -612,152 +562,6 @@ void record_all(struct ctx *c)
         }
 }
 
-/* Whether REC, the inventory's, still says of D (just read, or not read: an `add` whose entry is
- * current) everything the policy reads of it. Its generation may have moved. */
-static bool record_still_holds(const struct bsg_record *rec, const struct bsg_dev *d)
-{
-        char disk[PATH_MAX];
-
-        if (!record_is_of(rec, d) || rec->kind == BSG_RECORD_UNKNOWN || !streq_ptr(rec->devnode, d->devnode) ||
-            (d->untrusted && !rec->untrusted) || (d->partlabel && !streq_ptr(d->partlabel, rec->partlabel)) ||
-            (d->partuuid && !streq_ptr(d->partuuid, rec->partuuid)))
-                return false;
-        disk_of(d, disk, sizeof(disk));
-        if (disk[0] && !streq_ptr(disk, rec->disk))
-                return false;
-        if (d->skip_read)
-                return !d->skip_read_why;
-        if (d->read_result < 0)
-                return false;
-        if (d->parse_result == BSG_SB_INVALID)
-                return rec->kind == BSG_RECORD_INVALID;
-        if (d->parse_result != 0)
-                return rec->kind == BSG_RECORD_NOT_BTRFS;
-        return rec->kind == BSG_RECORD_BTRFS && memcmp(rec->fsid, d->sb.fsid, BSG_UUID_SIZE) == 0 &&
-               memcmp(rec->dev_uuid, d->sb.dev_uuid, BSG_UUID_SIZE) == 0 && rec->devid == d->sb.devid &&
-               rec->num_devices == d->sb.num_devices && rec->seeding == bsg_superblock_is_seed(&d->sb) &&
-               same_identity_bits(rec, &d->sb) && rec->zoned == d->zoned && streq_ptr(rec->storage_id, d->storage_id);
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-        const struct partial_line *x = a, *y = b;
-        return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Parses the inventory line that starts at START in c->inv_text into c->state, remembering where it
- * is. Returns 0, or -errno (-EINVAL: not a record line). */
-static int partial_put(struct ctx *c, const char *start, struct bsg_record *ret_rec)
-{
-        const char *text = c->inv_text, *end = strchrnul(start, '\n');
-        struct bsg_record rec;
-        int r;
-
-        _cleanup_free_ char *line = strndup(start, (size_t)(end - start));
-        if (!line)
-                return -ENOMEM;
-        r = bsg_record_parse(line, &rec);
-        if (r < 0)
-                return r;
-        struct partial_line *nv = realloc(c->lines, (c->n_lines + 1) * sizeof(*nv));
-        if (!nv || bsg_state_put(&c->state, &rec) < 0) {
-                c->lines = nv ? nv : c->lines;
-                bsg_record_done(&rec);
-                return -ENOMEM;
-        }
-        c->lines = nv;
-        c->lines[c->n_lines++] = (struct partial_line){rec.devnum, (size_t)(start - text), (size_t)(end - text)};
-        if (ret_rec)
-                *ret_rec = rec;
-        else
-                bsg_record_done(&rec);
-        return 0;
-}
-
-/* Back to the whole set: what load_partial() loaded is dropped. */
-static void partial_drop(struct ctx *c)
-{
-        bsg_state_free(&c->state);
-        c->state = (struct bsg_state){0};
-        free(c->lines);
-        c->lines = NULL;
-        c->n_lines = 0;
-        free(c->inv_text);
-        c->inv_text = NULL;
-        free(c->booted_disk);
-        free(c->root_disk);
-        c->booted_disk = c->root_disk = NULL;
-        c->partial = false;
-}
-
-/* The event's filesystem alone from the inventory (c->partial), when the seal holds: same inputs
- * (checked by the caller: hash and device set), no marker pending, the inventory file the one the
- * seal saw, and D's record still saying what D says. Returns true if it loaded. */
-static bool load_partial(struct ctx *c, const struct bsg_dev *d)
-{
-        uint64_t id[3];
-        char path[4200];
-        struct bsg_record rec = {0};
-        bool ok = false;
-
-        struct bsg_seal now = {0};
-        /* the seal read before the lock is still the seal: no event sealed anew in between */
-        bool same = c->have_seal && seal_load(&now) >= 0 && streq(now.text, c->seal.text);
-        seal_done(&now);
-        if (!same || !d->devnum || bsg_pending_any(bsg_rundir_path()) || seal_inventory_id(id) < 0 ||
-            memcmp(id, c->seal.inv_id, sizeof(id)) != 0) {
-                log_debug("seal of another inventory, or markers pending: deciding every device");
-                return false;
-        }
-        snprintf(path, sizeof(path), "%s/devices", bsg_rundir_path());
-        if (bsg_read_file(path, STATE_TEXT_MAX, &c->inv_text, NULL) < 0)
-                return false;
-        const char *at = bsg_state_text_find(c->inv_text, d->devnum);
-        if (!at || partial_put(c, at, &rec) < 0)
-                goto out;
-        if (!record_still_holds(&rec, d)) {
-                log_debug("%s: not as its inventory entry says: deciding every device", d->devnode);
-                goto out;
-        }
-        if (rec.kind == BSG_RECORD_BTRFS) {
-                /* the other devices of its filesystem, as the seal lists them (it saw this inventory) */
-                _cleanup_free_ dev_t *group = NULL;
-                size_t n_group = 0;
-                if (seal_group(&c->seal, rec.fsid, &group, &n_group) < 0)
-                        goto out;
-                for (size_t i = 0; i < n_group; i++) {
-                        struct bsg_record other;
-                        if (group[i] == rec.devnum)
-                                continue;
-                        const char *line = bsg_state_text_find(c->inv_text, group[i]);
-                        if (!line || partial_put(c, line, &other) < 0)
-                                goto out;
-                        bool same_fs = other.kind == BSG_RECORD_BTRFS && memcmp(other.fsid, rec.fsid, BSG_UUID_SIZE) == 0;
-                        bsg_record_done(&other);
-                        if (!same_fs)
-                                goto out;
-                }
-        }
-        if (c->n_lines != c->state.n)
-                goto out; /* two lines of one device number: the whole set sorts that out */
-        if (c->n_lines > 1)
-                qsort(c->lines, c->n_lines, sizeof(c->lines[0]), cmp_line);
-        /* what the whole decision worked out of the whole set */
-        c->have_active_slot = c->seal.have_active_slot;
-        c->slot_source = (enum bsg_slot_source)c->seal.slot_source;
-        snprintf(c->active_slot, sizeof(c->active_slot), "%s", c->seal.active_slot);
-        if ((c->seal.booted_disk && !(c->booted_disk = strdup(c->seal.booted_disk))) ||
-            (c->seal.root_disk && !(c->root_disk = strdup(c->seal.root_disk))))
-                goto out;
-        c->state.changed = false;
-        ok = true;
-out:
-        bsg_record_done(&rec);
-        if (!ok)
-                partial_drop(c);
-        return ok;
-}
-
 /* Whether the inventory text TEXT (read without the lock) has an entry for D with D's identity: an
  * `add` event of such a device needs no read (coldplug after `boot`). The entry is taken again under
  * the lock, and if it went in between the device is in doubt. */
@@ -789,8 +593,7 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
         _cleanup_free_ dev_t *sys = NULL, *known = NULL;
         size_t n_sys = 0, n_known = 0, cap = 0;
 
-        c->have_sys_hash = false; /* a sweep that fails covers nothing: no seal from this run */
-        int r = bsg_sysfs_devnums(&sys, &n_sys, &c->sys_hash);
+        int r = bsg_sysfs_devnums(&sys, &n_sys);
         if (r == -ENOENT)
                 return; /* no /sys/dev/block: nothing else to know of */
         if (r < 0) {
@@ -800,7 +603,6 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
                 c->doubt_all = true;
                 return;
         }
-        c->have_sys_hash = true;
         /* the device numbers the inventory has: the first field of each line, once */
         for (const char *p = text; p && *p;) {
                 unsigned maj, min;
@@ -893,47 +695,6 @@ static void drop_stale_names(struct ctx *c, const struct bsg_dev *d)
                         bsg_state_remove(&c->state, c->state.v[k - 1].devnum);
 }
 
-static void set_sys_hash(struct ctx *c)
-{
-        c->have_sys_hash = bsg_sysfs_devnums_hash(&c->sys_hash) >= 0;
-}
-
-/* Whether the seal was made with this run's inputs and the block devices are the ones it covered:
- * then every device is in the inventory already, and no sweep is needed. */
-static bool sealed_set_holds(struct ctx *c)
-{
-        if (c->dry_run)
-                return false;
-        int r = seal_load(&c->seal);
-        if (r < 0) {
-                if (r != -ENOENT)
-                        log_debug("seal not usable, ignoring: %s", strerror(-r));
-                return false;
-        }
-        c->have_seal = c->seal.ctx_hash == c->ctx_hash;
-        if (!c->have_seal) {
-                log_debug("seal of other inputs (configuration, command line, mounts, slots): not used");
-                return false;
-        }
-        set_sys_hash(c);
-        if (c->have_sys_hash && c->sys_hash == c->seal.sys_hash)
-                return true;
-        log_debug("block devices changed since the seal: sweeping for unseen ones");
-        return false;
-}
-
-/* The event decided its filesystem alone and a verdict is not the sealed one: the whole set decides. */
-static int decide_whole(struct ctx *c, const struct bsg_dev *d)
-{
-        free(c->e);
-        c->e = NULL;
-        c->n = 0;
-        partial_drop(c);
-        load_inventory(c, true);
-        drop_stale_names(c, d);
-        return entries_build(c);
-}
-
 /* The event's device: read it (unless its entry is current, or it is gone), lock, merge. */
 static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
@@ -944,8 +705,6 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         snprintf(path, sizeof(path), "%s/devices", bsg_rundir_path());
         bool full = c->action != UDEV_ACTION_REMOVE && access(path, F_OK) < 0 && errno == ENOENT;
 
-        if (full || c->action == UDEV_ACTION_REMOVE)
-                set_sys_hash(c); /* before the enumeration: a device that comes later is not covered */
         if (full) {
                 /* no inventory yet (no `boot` ran): this event makes it, reading every device once, so
                  * that a twin is known before its own event arrives */
@@ -976,8 +735,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                         d->skip_read_why = NULL;
                 }
                 dev_t devnum = d->devnum;
-                if (!sealed_set_holds(c))
-                        add_unseen(c, text, devnum);
+                add_unseen(c, text, devnum);
                 d = &c->devs.v[target]; /* the array may have moved */
         }
         r = bsg_devs_read_all(&c->devs, (size_t)target, c->read_deadline);
@@ -995,12 +753,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         log_reads(c);
         if (!c->dry_run)
                 lock_fd = take_lock(c);
-        if (c->action != UDEV_ACTION_REMOVE && lock_fd >= 0 && c->have_seal && c->have_sys_hash &&
-            c->sys_hash == c->seal.sys_hash && load_partial(c, d)) {
-                c->partial = true;
-                log_debug("%s: the seal holds: deciding its filesystem alone", d->devnode);
-        } else
-                load_inventory(c, lock_fd >= 0);
+        load_inventory(c, lock_fd >= 0);
         drop_stale_names(c, d);
         if (c->action == UDEV_ACTION_REMOVE) {
                 dev_t devnum = d->devnum;
@@ -1043,7 +796,6 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         int r, lock_fd = -1;
 
         if (c->verb != VERB_RECONCILE) {
-                set_sys_hash(c); /* before the enumeration: a device that comes later is not covered */
                 r = bsg_devs_enumerate(&c->devs);
                 if (r < 0) {
                         log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
@@ -1099,16 +851,6 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         if (r < 0)
                 return r;
         plan_decide(c->e, c->n, c->config.clone_policy);
-        if (c->partial && !seal_verdicts_hold(c)) {
-                log_debug("a verdict is not the sealed one: deciding every device");
-                r = decide_whole(c, &c->devs.v[target]);
-                if (r < 0) {
-                        if (lock_fd >= 0)
-                                close(lock_fd);
-                        return r;
-                }
-                plan_decide(c->e, c->n, c->config.clone_policy);
-        }
         const struct entry *t = NULL;
         for (size_t i = 0; i < c->n && target >= 0; i++)
                 if (c->e[i].dev == target)

@@ -18,7 +18,6 @@
 
 #include <linux/btrfs.h>
 
-#include "hash.h"
 #include "kernel.h"
 #include "util.h"
 
@@ -551,35 +550,3 @@ void bsg_mount_sources_free(struct bsg_mount_sources *s)
         *s = (struct bsg_mount_sources){0};
 }
 
-uint64_t bsg_mounted_members_hash(void)
-{
-        DIR *d = opendir("/sys/fs/btrfs");
-        struct dirent *de;
-        uint64_t sum = 0;
-
-        if (!d)
-                return 0;
-        while ((de = readdir(d))) {
-                uint8_t u[BSG_UUID_SIZE];
-                char path[300];
-                DIR *m;
-                struct dirent *me;
-
-                if (bsg_uuid_parse(de->d_name, u) < 0)
-                        continue;
-                snprintf(path, sizeof(path), "/sys/fs/btrfs/%s/devices", de->d_name);
-                if (!(m = opendir(path)))
-                        continue;
-                while ((me = readdir(m))) {
-                        uint64_t h = 0;
-                        if (me->d_name[0] == '.')
-                                continue;
-                        bsg_hash_update(&h, u, sizeof(u));
-                        bsg_hash_str(&h, me->d_name);
-                        sum += h;
-                }
-                closedir(m);
-        }
-        closedir(d);
-        return sum;
-}

@@ -94,7 +94,3 @@ struct bsg_mount_sources {
 int bsg_mount_sources_parse(const char *text, struct bsg_mount_sources *ret);
 bool bsg_mount_sources_has(const struct bsg_mount_sources *s, const char *devnode);
 void bsg_mount_sources_free(struct bsg_mount_sources *s);
-
-/* Every member of every mounted btrfs filesystem (/sys/fs/btrfs/<fsid>/devices/) as one number, order
- * not mattering: an input of the decision (the seal, gate.h). 0 when none or unreadable. */
-uint64_t bsg_mounted_members_hash(void);

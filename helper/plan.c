@@ -121,23 +121,6 @@ static bool needs_forget(const struct entry *e)
         return e->registered && (e->v.decision != BSG_SCAN || e->forget_pending) && !e->pd.self_mounted;
 }
 
-bool plan_settled(const struct entry *e, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                /* unanswered includes a device unreadable and never read (EIO, EACCES): it has no
-                 * record, and an event under a seal does not sweep, so a whole-set decision there
-                 * would leave it out of the list: no seal while one is present */
-                if (e[i].pd.state == BSG_DEV_UNKNOWN || e[i].unanswered || needs_forget(&e[i]) ||
-                    (e[i].v.decision == BSG_SCAN && !e[i].registered))
-                        return false;
-        return true;
-}
-
-bool plan_target_registered(const struct entry *e)
-{
-        return e->from_record && e->registered && !e->forget_pending;
-}
-
 static int push(struct plan *p, enum plan_action_type type, size_t entry)
 {
         struct plan_action *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
@@ -159,7 +142,11 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
         p.truncated = r == -E2BIG;
         /* The one order: the skip list first (a device that left it can be scanned, one that joined
          * it is refused to anyone else's scan from now on), then the scans of every scan device not
-         * yet registered (what an earlier event lost is made good here), then the forgets. */
+         * yet registered (what an earlier event lost is made good here), then the forgets. The
+         * event's own scan device is always asked (DEVICES_READY); for the others the record of
+         * what this helper registered is only a hint: 6.1 shows no registration of an unmounted
+         * filesystem (/sys/fs/btrfs/<fsid>/ exists from the mount on), and asking is a kernel read
+         * of each device. */
         r = push(&p, PLAN_SKIP_LIST, 0);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (e[i].v.decision != BSG_SCAN)
@@ -168,10 +155,12 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
                         continue; /* what the kernel read is not what was decided: forgotten below */
                 if (e[i].unanswered)
                         r = push(&p, PLAN_UNREADABLE, i);
-                else if (i == target) {
-                        if (!plan_target_registered(&e[i]))
-                                r = push(&p, PLAN_READY, i);
-                } else if (mode == PLAN_MODE_BOOT || !e[i].registered)
+                else if (i == target)
+                        /* the kernel says what is registered, not the record: `btrfs device scan
+                         * --forget` makes the record false, and DEVICES_READY registers as it
+                         * answers (6.1's btrfs_control_ioctl scans the device), as stock udev does */
+                        r = push(&p, PLAN_READY, i);
+                else if (mode == PLAN_MODE_BOOT || !e[i].registered)
                         r = push(&p, PLAN_SCAN, i);
         }
         for (size_t i = 0; i < n && r >= 0; i++)

@@ -548,55 +548,6 @@ const char *bsg_state_text_find(const char *text, dev_t devnum)
         return bsg_sorted_lines_find(p, p + strlen(p), devnum);
 }
 
-struct splice_data {
-        const char *text;
-        const struct bsg_splice *v;
-        size_t n;
-};
-
-static void fill_splice(FILE *f, const void *data)
-{
-        const struct splice_data *d = data;
-        size_t at = 0;
-
-        for (size_t i = 0; i < d->n; i++) {
-                fwrite(d->text + at, 1, d->v[i].start - at, f);
-                fputs(d->v[i].line, f);
-                at = d->v[i].end;
-        }
-        fputs(d->text + at, f);
-}
-
-int bsg_state_save_splice(const char *rundir, const char *text, const struct bsg_splice *v, size_t n)
-{
-        char path[4200], tmp[4220];
-        struct splice_data d = {text, v, n};
-
-        for (size_t i = 1; i < n; i++)
-                if (v[i].start < v[i - 1].end)
-                        return -EINVAL;
-        snprintf(path, sizeof(path), "%s/devices", rundir);
-        snprintf(tmp, sizeof(tmp), "%s/.devices.tmp", rundir);
-        return bsg_write_atomic(path, tmp, fill_splice, &d);
-}
-
-bool bsg_pending_any(const char *rundir)
-{
-        char dir[4200];
-        struct dirent *de;
-        bool any = false;
-        DIR *d;
-
-        snprintf(dir, sizeof(dir), "%s/pending", rundir);
-        d = opendir(dir);
-        if (!d)
-                return errno != ENOENT && errno != ENOTDIR; /* unreadable: assume some */
-        while (!any && (de = readdir(d)))
-                any = de->d_name[0] != '.';
-        closedir(d);
-        return any;
-}
-
 struct pending_data {
         const struct bsg_record *rec;
         dev_t devnum;

@@ -97,30 +97,19 @@ int bsg_state_put(struct bsg_state *state, const struct bsg_record *rec);
 void bsg_state_remove(struct bsg_state *state, dev_t devnum);
 void bsg_state_free(struct bsg_state *state);
 
-/* The escaped text fields of the inventory's lines, for other files of the same kind (seal.c):
- * '%XX' for '%', whitespace and control bytes, a lone '%' for none. */
+/* The escaped text fields of the inventory's lines (and of pending/ markers): '%XX' for '%',
+ * whitespace and control bytes, a lone '%' for none. */
 void bsg_field_write(FILE *f, const char *s);
 /* The next space-separated field of *P (moved past it) into a new string (*ret NULL for "%").
  * Returns 0, -EINVAL (no field), -ENOMEM. */
 int bsg_field_read(const char **p, char **ret);
 bool bsg_field_u64(const char **p, uint64_t *ret);
 
-/* A record's line in the inventory text replaced: bytes [start, end) (the line without its newline)
- * by LINE. */
-struct bsg_splice {
-        size_t start, end;
-        const char *line;
-};
-/* Writes RUNDIR/devices atomically as TEXT with the N replacements V (in ascending order of start):
- * an event that loaded only some records (seal.h) saves them without parsing the others. */
-int bsg_state_save_splice(const char *rundir, const char *text, const struct bsg_splice *v, size_t n);
-/* Whether RUNDIR/pending/ holds a marker (or cannot be read). */
-bool bsg_pending_any(const char *rundir);
 /* Writes what FILL prints to PATH atomically: TMP (same directory), then rename. Returns 0 or -errno. */
 int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, const void *data), const void *data);
 
 /* In [BEGIN, END), lines that each start with "MAJ:MIN " in ascending device-number order (the
- * inventory as saved, the seal's verdicts): the line of DEVNUM by binary search, or NULL (also for a
+ * inventory as saved): the line of DEVNUM by binary search, or NULL (also for a
  * text that is not such lines: its reader then reads it whole). */
 const char *bsg_sorted_lines_find(const char *begin, const char *end, dev_t devnum);
 /* The same over an inventory text (its header comment skipped). */

@@ -59,9 +59,8 @@ int run_boot(struct ctx *c)
                 r = bsg_state_save(bsg_rundir_path(), &c->state);
                 if (r < 0) {
                         log_msg("cannot save the state file, ignoring: %s", strerror(-r));
-                        add_error(c, "state-save-failed"); /* and no seal of an inventory not saved */
+                        add_error(c, "state-save-failed");
                 }
-                seal_update(c, p.skip_list);
         } else
                 ret = 1;
         _cleanup_free_ char *stable = NULL;

@@ -57,7 +57,6 @@ int run_reconcile(struct ctx *c)
                         log_msg("cannot save the inventory: %s", strerror(-r));
                         ret = 1;
                 }
-                seal_update(c, p.skip_list); /* no sweep here: drops the seal, the next event sweeps */
                 if (c->actions[0])
                         printf("actions=%s\n", c->actions);
                 if (c->errors[0])

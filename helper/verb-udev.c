@@ -34,20 +34,9 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
 {
         struct plan p;
         int ready = -1, r;
-        bool known = target < c->n && plan_target_registered(&c->e[target]);
 
         record_all(c);
         r = plan_build(c->e, c->n, target, PLAN_MODE_EVENT, &p);
-        if (r >= 0 && c->partial) {
-                /* the entries are one filesystem's: the kernel gets the sealed list of the whole set,
-                 * which no verdict changed (gather() checked) */
-                free(p.skip_list);
-                p.skip_list = strdup(c->seal.skip_list);
-                p.truncated = false;
-                r = p.skip_list ? 0 : -ENOMEM;
-                if (r < 0)
-                        plan_done(&p);
-        }
         if (r < 0) {
                 log_msg("cannot plan: %s", strerror(-r));
                 add_error(c, "out-of-memory");
@@ -62,14 +51,11 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
                 *ret_ready = ready;
         if (target < c->n && c->e[target].v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");
-        else if (known && c->e[target].v.decision == BSG_SCAN)
-                add_token(c->actions, sizeof(c->actions), "registered");
-        r = c->partial ? seal_save_partial(c) : bsg_state_save(bsg_rundir_path(), &c->state);
+        r = bsg_state_save(bsg_rundir_path(), &c->state);
         if (r < 0) {
                 log_msg("cannot save the inventory, ignoring: %s", strerror(-r));
                 add_error(c, "state-save-failed");
         }
-        seal_update(c, p.skip_list);
         plan_done(&p);
 }
 

@@ -155,13 +155,15 @@ expect() { # expect OUTFILE KEY VALUE
     fi
 }
 
-# marks are the kernel's timestamps, not line counts: once the ring buffer is full (a long-running
-# host, or this suite's own runs), its line count stops growing and a count names nothing
+# A line of its own in the kernel log, and what came after it. (Not a line count: once the ring
+# buffer is full, `dmesg | wc -l` stays the same and a count marks the wrong place.)
 dmesg_mark() {
-    dmesg | sed -n '$s/^\[ *\([0-9.]*\)\].*/\1/p'
+    local m="btrfs-scan-gate host test mark $$-$RANDOM-$(date +%s%N)"
+    echo "$m" >/dev/kmsg
+    echo "$m"
 }
 dmesg_since() { # dmesg_since MARK
-    dmesg | awk -v m="${1:-0}" 'match($0, /^\[ *[0-9.]+\]/) { t = substr($0, 2, RLENGTH - 2) + 0; if (t > m + 0) print }'
+    dmesg | awk -v m="$1" 'found { print } index($0, m) { found = 1 }'
 }
 
 # ---- 1. single-device clones -------------------------------------------------------------------

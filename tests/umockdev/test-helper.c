@@ -942,10 +942,12 @@ static void test_steamos_udev(Fixture *f, gconstpointer data)
         g_assert_null(kv(&r, "UDISKS_IGNORE")); /* only for an inactive-slot clone */
         if (p->active) {
                 /* the first event (no inventory yet) read every device and registered it; its own
-                 * add event finds it current and registered: no second kernel read */
+                 * add event asks the kernel all the same (DEVICES_READY, issue 18 case 11): the
+                 * record is not the kernel's state */
                 g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
-                assert_kv(&r, "ACTION", "registered");
-                g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 1);
+                assert_kv(&r, "ACTION", "scanned");
+                g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sda4"), ==, 1);
+                g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sda4"), ==, 1);
         } else
                 g_assert_cmpuint(kernel_count(NULL, "/dev/sda4"), ==, 0);
         run_clear(&r);
@@ -1476,6 +1478,55 @@ static void test_raid_plain(Fixture *f, gconstpointer data)
         run_clear(&r);
         assert_registry("/dev/sdc1,/dev/sdd1");
         assert_skip_scan("");
+}
+
+/* Issue 18 case 11: the kernel says what is registered, not the helper's record. After `boot`
+ * registered both members, `btrfs device scan --forget` (outside the helper) empties the kernel's
+ * list; `udevadm trigger --action=add` then runs the members' add events, whose inventory entries
+ * are current and recorded registered. Stock udev registers them again (DEVICES_READY); the gate
+ * must too, or `mount UUID=` fails. Failed on 5386cca: ACTION=registered, no ioctl, registry empty. */
+static void test_raid_forget_then_add(Fixture *f, gconstpointer data)
+{
+        Run r;
+        world_add_all(f, raid, 2);
+        run_boot(f);
+        assert_registry("/dev/sdc1,/dev/sdd1");
+
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_forget(""), ==, 0); /* btrfs device scan --forget */
+        g_mutex_unlock(&kern.lock);
+        assert_registry("");
+
+        world_uevent(f, &raid[0], "add");
+        run_udev(f, &raid[0], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "ACTION", "scanned");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "0"); /* the kernel's answer: devid 2 not back yet */
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sdc1"), ==, 1);
+        assert_registry("/dev/sdc1");
+        run_clear(&r);
+
+        world_uevent(f, &raid[1], "add");
+        run_udev(f, &raid[1], &r, FALSE);
+        assert_kv(&r, "ACTION", "scanned");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_registry("/dev/sdc1,/dev/sdd1");
+        run_clear(&r);
+
+        /* a single-device fs the same way: its add event alone brings it back */
+        static const DevSpec home = {.node = "sdf2", .disk = "sdf", .partn = 2, .image = "home", .partlabel = "home"};
+        world_add(f, &home);
+        run_udev_quiet(f, &home);
+        assert_registry("/dev/sdc1,/dev/sdd1,/dev/sdf2");
+        g_mutex_lock(&kern.lock);
+        g_assert_cmpint(kernel_forget("/dev/sdf2"), ==, 0); /* btrfs device scan --forget /dev/sdf2 */
+        g_mutex_unlock(&kern.lock);
+        world_uevent(f, &home, "add");
+        run_udev(f, &home, &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        assert_registry("/dev/sdc1,/dev/sdd1,/dev/sdf2");
+        run_clear(&r);
 }
 
 static const DevSpec seed_dev = {.node = "sdf1", .disk = "sdf", .partn = 1, .image = "seed",
@@ -2447,32 +2498,19 @@ static void test_perm_disturbed(Fixture *f, gconstpointer data)
 }
 
 /* ------------------------------------------------------------------------------------------------ */
-/* The seal (issue 9): an event whose filesystem alone is decided gives what deciding every device
- * gives. The same story is played twice on the ten devices: once as it comes (events take the seal),
- * once with the seal removed before every invocation (every event decides the whole set). After each
- * step the helper's output, the fake kernel's registry and skip_scan must be the same. */
-
-typedef enum { SEAL_KEPT, SEAL_REMOVED } SealMode;
-
+/* A story of events: after each step the helper's output, the fake kernel's registry and skip_scan. */
 typedef struct {
         GPtrArray *steps; /* one string per step: output, registry, skip_scan */
-        int sealed;       /* invocations that decided from the seal */
-} SealStory;
+} Story;
 
-static void seal_step(Fixture *f, SealMode mode, SealStory *story, const DevSpec *s, const char *action)
+static void story_step(Fixture *f, Story *story, const DevSpec *s, const char *action)
 {
         const char *verbose[] = {"--verbose", NULL};
         Run r;
 
-        if (mode == SEAL_REMOVED) {
-                g_autofree char *seal = g_build_filename(f->rundir, "seal", NULL);
-                (void)unlink(seal);
-        }
         if (g_strcmp0(action, "remove") != 0)
                 world_uevent(f, s, action);
         run_udev_action(f, s, action, verbose, &r);
-        if (r.err && strstr(r.err, "the seal holds"))
-                story->sealed++;
         g_autofree char *reg = registry_string();
         g_autofree char *skip = skip_scan_contents();
         g_ptr_array_add(story->steps, g_strdup_printf("%s %s:\n%sregistry {%s} skip_scan {%s}", action, s->node,
@@ -2480,174 +2518,39 @@ static void seal_step(Fixture *f, SealMode mode, SealStory *story, const DevSpec
         run_clear(&r);
 }
 
-static void seal_story(Fixture *f, const Policy *p, SealMode mode, SealStory *story)
-{
-        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs",
-                                      .partlabel = "rootfs-A", .removable = TRUE};
-        const int n = G_N_ELEMENTS(ten);
-        const int step = under_wrapper ? 3 : 1; /* under valgrind every third device (the same story) */
-
-        story->steps = g_ptr_array_new_with_free_func(g_free);
-        world_reset(f);
-        set_cmdline(f, STEAMOS_CMDLINE);
-        set_config(f, p->config);
-        world_add_all(f, ten, n);
-        run_boot(f);
-        for (int i = 0; i < n; i += step) /* coldplug after boot */
-                seal_step(f, mode, story, &ten[i], "add");
-        for (int i = n - 1; i >= 0; i -= step) /* something wrote each device */
-                seal_step(f, mode, story, &ten[i], "change");
-        /* the root is mounted: an input of every decision changes */
-        const char *mounts[] = {"/dev/sda4", "/", NULL};
-        set_mountinfo(f, mounts);
-        kernel_mount(f, &ten[1]);
-        for (int i = 0; i < n; i += step)
-                seal_step(f, mode, story, &ten[i], "change");
-        /* a stick with a copy of rootfs-A comes and goes */
-        world_add(f, &stick);
-        seal_step(f, mode, story, &stick, "add");
-        seal_step(f, mode, story, &ten[2], "change");
-        seal_step(f, mode, story, &stick, "change");
-        world_remove(f, &stick);
-        seal_step(f, mode, story, &stick, "remove");
-        for (int i = 0; i < n; i += step)
-                seal_step(f, mode, story, &ten[i], "change");
-}
-
-static void test_seal_same_as_whole(Fixture *f, gconstpointer data)
-{
-        const Policy *p = data;
-        SealStory kept = {0}, removed = {0};
-
-        seal_story(f, p, SEAL_KEPT, &kept);
-        seal_story(f, p, SEAL_REMOVED, &removed);
-        g_assert_cmpuint(kept.steps->len, ==, removed.steps->len);
-        for (guint i = 0; i < kept.steps->len; i++) {
-                if (g_strcmp0(kept.steps->pdata[i], removed.steps->pdata[i]) != 0)
-                        g_test_message("step %u with the seal:\n%s\nwithout:\n%s", i, (char *)kept.steps->pdata[i],
-                                       (char *)removed.steps->pdata[i]);
-                g_assert_cmpstr(kept.steps->pdata[i], ==, removed.steps->pdata[i]);
-        }
-        /* the seal was taken (most events: all but the first after each change of the inputs) and
-         * never without one */
-        g_test_message("%d of %u events decided from the seal", kept.sealed, kept.steps->len);
-        g_assert_cmpint(kept.sealed, >=, (int)kept.steps->len / 2);
-        g_assert_cmpint(removed.sealed, ==, 0);
-        g_ptr_array_unref(kept.steps);
-        g_ptr_array_unref(removed.steps);
-}
-
 /* A whole disk with a stale btrfs superblock and a partition (docs/SECURITY.md row 3b), decided
  * after `boot` by events of other devices: whether the whole disk was read in this run or is known
- * from its record, it is `skip partitioned-disk`, never registered; with and without the seal alike.
- * (An event that decided the whole set from the records took the disk for unique and scanned it.) */
-static void partitioned_story(Fixture *f, SealMode mode, SealStory *story)
+ * from its record, it is `skip partitioned-disk`, never registered. (An event that decided the whole
+ * set from the records took the disk for unique and scanned it.) */
+static void test_partitioned_disk_from_record(Fixture *f, gconstpointer data)
 {
         static const DevSpec whole = {.node = "sdb", .image = "home"};
         static const DevSpec part = {.node = "sdb1", .disk = "sdb", .partn = 1, .partlabel = "data"};
         static const DevSpec other = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "var", .partlabel = "var-A"};
+        Story story = {g_ptr_array_new_with_free_func(g_free)};
 
-        story->steps = g_ptr_array_new_with_free_func(g_free);
-        world_reset(f);
         set_cmdline(f, STEAMOS_CMDLINE);
         world_add(f, &whole);
         world_add(f, &part);
         world_add(f, &other);
         run_boot(f);
-        seal_step(f, mode, story, &other, "change");
-        seal_step(f, mode, story, &part, "change");
-        seal_step(f, mode, story, &other, "change");
-        seal_step(f, mode, story, &whole, "change");
-        seal_step(f, mode, story, &other, "change");
-}
-
-static void test_seal_partitioned_disk(Fixture *f, gconstpointer data)
-{
-        SealStory kept = {0}, removed = {0};
-
-        partitioned_story(f, SEAL_KEPT, &kept);
-        partitioned_story(f, SEAL_REMOVED, &removed);
-        for (guint i = 0; i < kept.steps->len; i++) {
-                const char *k = kept.steps->pdata[i], *r = removed.steps->pdata[i];
-                if (g_strcmp0(k, r) != 0 || strstr(k, "/dev/sdb,") || strstr(k, "{/dev/sdb}") || strstr(r, "{/dev/sdb}") ||
-                    strstr(r, "made-good:/dev/sdb"))
-                        g_test_message("step %u with the seal:\n%s\nwithout:\n%s", i, k, r);
-                g_assert_cmpstr(k, ==, r);
+        story_step(f, &story, &other, "change");
+        story_step(f, &story, &part, "change");
+        story_step(f, &story, &other, "change");
+        story_step(f, &story, &whole, "change");
+        story_step(f, &story, &other, "change");
+        for (guint i = 0; i < story.steps->len; i++) {
+                const char *k = story.steps->pdata[i];
+                if (strstr(k, "registry {/dev/sdb}") || strstr(k, "registry {/dev/sdb,") ||
+                    strstr(k, "made-good:/dev/sdb") || !strstr(k, "skip_scan {/dev/sdb}"))
+                        g_test_message("step %u:\n%s", i, k);
                 /* never registered (the registry is the first {...}), always listed */
-                g_assert_null(strstr(r, "registry {/dev/sdb}"));
-                g_assert_null(strstr(r, "registry {/dev/sdb,"));
-                g_assert_null(strstr(r, "made-good:/dev/sdb"));
-                g_assert_nonnull(strstr(r, "skip_scan {/dev/sdb}"));
+                g_assert_null(strstr(k, "registry {/dev/sdb}"));
+                g_assert_null(strstr(k, "registry {/dev/sdb,"));
+                g_assert_null(strstr(k, "made-good:/dev/sdb"));
+                g_assert_nonnull(strstr(k, "skip_scan {/dev/sdb}"));
         }
-        g_ptr_array_unref(kept.steps);
-        g_ptr_array_unref(removed.steps);
-}
-
-/* Every input of a decision besides the inventory is in the seal's hash: changing one makes the next
- * event decide every device (and seal anew), the one after it takes the new seal. */
-static void seal_expect(Fixture *f, const DevSpec *s, gboolean sealed, const char *why)
-{
-        const char *verbose[] = {"--verbose", NULL};
-        Run r;
-
-        world_uevent(f, s, "change");
-        run_udev_action(f, s, "change", verbose, &r);
-        gboolean took = r.err && strstr(r.err, "the seal holds");
-        if (took != sealed)
-                g_test_message("after %s: %s the seal; stderr:\n%s", why, took ? "took" : "did not take", r.err);
-        g_assert_true(took == sealed);
-        run_clear(&r);
-}
-
-static void test_seal_inputs(Fixture *f, gconstpointer data)
-{
-        const DevSpec *var = &ten[3];
-        g_autofree char *efivar =
-                tb_path("sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f");
-        /* efivarfs: 4 bytes of attributes, then the GUID in UTF-16LE */
-        static const char guid[] = "11111111-2222-3333-4444-555555555555";
-        guint8 raw[4 + 2 * sizeof(guid)] = {7, 0, 0, 0};
-        for (gsize i = 0; i < sizeof(guid); i++)
-                raw[4 + 2 * i] = (guint8)guid[i];
-        const char *mounts[] = {"/dev/sda4", "/", NULL};
-
-        world_reset(f);
-        set_cmdline(f, STEAMOS_CMDLINE);
-        world_add_all(f, ten, G_N_ELEMENTS(ten));
-        run_boot(f);
-        seal_expect(f, var, TRUE, "boot");
-
-        set_config(f, STEAMOS_CONFIG "clone_policy=skip-all\n");
-        seal_expect(f, var, FALSE, "a new configuration");
-        seal_expect(f, var, TRUE, "the configuration's first event");
-
-        set_cmdline(f, STEAMOS_CMDLINE " btrfs-scan-gate.slot=B");
-        seal_expect(f, var, FALSE, "a new command line");
-        seal_expect(f, var, TRUE, "the command line's first event");
-
-        set_mountinfo(f, mounts);
-        seal_expect(f, var, FALSE, "a mount");
-        seal_expect(f, var, TRUE, "the mount's first event");
-
-        kernel_mount(f, &ten[1]);
-        seal_expect(f, var, FALSE, "a mounted filesystem's member in /sys/fs/btrfs");
-        seal_expect(f, var, TRUE, "the member's first event");
-
-        set_feature("virtual_fsid", FALSE);
-        seal_expect(f, var, FALSE, "a kernel feature");
-        seal_expect(f, var, TRUE, "the feature's first event");
-
-        g_autofree char *efidir = g_path_get_dirname(efivar);
-        g_assert_cmpint(g_mkdir_with_parents(efidir, 0755), ==, 0);
-        write_file(efivar, raw, sizeof(raw));
-        seal_expect(f, var, FALSE, "the booted ESP (LoaderDevicePartUUID)");
-        seal_expect(f, var, TRUE, "the ESP's first event");
-
-        /* a new block device (no event of its own yet): the next event sweeps it in */
-        static const DevSpec late = {.node = "sdj1", .disk = "sdj", .partn = 1, .image = "var", .partlabel = "var-B"};
-        world_add(f, &late);
-        seal_expect(f, var, FALSE, "a new block device");
-        seal_expect(f, var, TRUE, "the new device's first event");
+        g_ptr_array_unref(story.steps);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -2726,6 +2629,7 @@ int main(int argc, char **argv)
         add("/helper/rauc/skip-all", test_rauc_skip_all);
         add("/helper/raid/clone-member", test_raid_clone);
         add("/helper/raid/plain", test_raid_plain);
+        add("/helper/raid/forget-then-add", test_raid_forget_then_add);
         add("/helper/seed/single", test_seed);
         add("/helper/guard/usb-clone-of-mounted", test_usb_hijack);
         add("/helper/guard/usb-root-self", test_usb_root_self);
@@ -2736,6 +2640,7 @@ int main(int argc, char **argv)
         add("/helper/input/bad-superblocks", test_bad_superblocks);
         add("/helper/input/path-with-comma", test_bad_path);
         add("/helper/input/zoned", test_zoned);
+        add("/helper/input/partitioned-disk-from-record", test_partitioned_disk_from_record);
         add("/helper/input/encoded-label", test_encoded_label);
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);
@@ -2746,9 +2651,6 @@ int main(int argc, char **argv)
         add_p("/helper/order/random", test_random_orders);
         add_p("/helper/order/concurrent-clones", test_concurrent_clones);
         add_p("/helper/order/permutations-disturbed", test_perm_disturbed);
-        add_p("/helper/seal/same-as-whole", test_seal_same_as_whole);
-        add("/helper/seal/inputs", test_seal_inputs);
-        add("/helper/seal/partitioned-disk", test_seal_partitioned_disk);
         add("/helper/lost/left-skip-list", test_lost_left_skip_list);
         add("/helper/lost/lock-timeout", test_lost_lock_timeout);
         add("/helper/lost/stale-remove-marker", test_lost_stale_remove_marker);

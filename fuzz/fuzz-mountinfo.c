@@ -1,8 +1,8 @@
 /* libFuzzer target: the mountinfo helpers of helper/kernel.c (bsg_mountinfo_root_source(),
  * bsg_mountinfo_has_source(), the bsg_mount_sources index), which read /proc/self/mountinfo (or
  * $BTRFS_SCAN_GATE_MOUNTINFO). Input: mountinfo text (a NUL ends it). Properties: a root source
- * found is a non-empty word without spaces or newlines, and has_source() agrees that it is the
- * source of a mount; the index answers as has_source() for every source it holds and for others. */
+ * found is a non-empty word without spaces or newlines (of any filesystem: has_source() counts
+ * btrfs mounts only, so it need not agree); the index answers as has_source() for every source it holds and for others. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int r = bsg_mountinfo_root_source(text, &src);
         if (r == 0) {
                 CHECK(src && src[0] && !strpbrk(src, " \n"));
-                CHECK(bsg_mountinfo_has_source(text, src));
+                /* not asked of has_source(): it counts btrfs lines only (issue 18 case 9), and the root
+                 * may be any filesystem (an overlay over a btrfs root, an ext4 root) */
                 free(src);
         } else
                 CHECK(r == -ENOENT && src == NULL);

@@ -90,6 +90,7 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                      bsg_config_diag_fn diag, void *userdata)
 {
         unsigned lineno = 0;
+        bool trusted_seen = false; /* the file's trusted_disk= lines replace what CONFIG held */
         int bad = 0;
         size_t i = 0;
 
@@ -153,6 +154,9 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                                 BAD("expected an absolute path (or nothing)");
                         strcpy(dst, value);
                 } else if (streq(key, "trusted_disk")) {
+                        if (!trusted_seen)
+                                config->n_trusted_disks = 0;
+                        trusted_seen = true;
                         if (value[0] == '\0') {
                                 config->n_trusted_disks = 0;
                                 goto next;

@@ -66,8 +66,8 @@ static void help(void)
                "\n"
                "Exit status: 0 success (udev: always, problems are in BTRFS_SCAN_GATE_ERROR=); 1 failure of\n"
                "boot, reconcile or status (also: not run as root); 2 usage error; 3 (boot, status) decided,\n"
-               "but the configuration has errors or the kernel cannot apply the skip list. See\n"
-               "btrfs-scan-gate(8).\n");
+               "but the configuration has errors or the kernel cannot apply the skip list (boot: not\n"
+               "for a list only written with --write-modprobe or --print-cmdline). See btrfs-scan-gate(8).\n");
 }
 
 static int parse_seconds(const char *opt, const char *arg, double *ret)

@@ -582,13 +582,30 @@ static bool devnum_named(dev_t devnum, const dev_t *named, size_t n_named)
         return false;
 }
 
+const char *bsg_disk_key(const char *syspath)
+{
+        const char *p = syspath ? strstr(syspath, "/devices/") : NULL;
+        return p ? p : syspath;
+}
+
+static bool disk_listed(const char *disk, const char *const *list, size_t n)
+{
+        const char *k = bsg_disk_key(disk);
+        for (size_t i = 0; k && i < n; i++)
+                if (list[i] && streq(bsg_disk_key(list[i]), k))
+                        return true;
+        return false;
+}
+
 #define TRUST_MAX_DEPTH 8
 
-/* is_trusted_storage() of the block device NAME: *ret_why says why (a static string). */
-static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *named, size_t n_named, int depth,
+/* The trust of the block device NAME from sysfs. IN NULL: its class only (the fallback's test, no
+ * configuration, no anchor), which is what a device's own event records. *ret_why says why (a static
+ * string). */
+static bool trusted_by_name(const char *name, bool bus_hotplug, const struct bsg_trust_inputs *in, int depth,
                             const char **ret_why)
 {
-        char path[PATH_MAX], link[PATH_MAX], disk[PATH_MAX], uevent[4096], v[16];
+        char path[PATH_MAX], link[PATH_MAX], disk[PATH_MAX], disk_link[PATH_MAX], uevent[4096], v[16];
         struct dirent *de;
         DIR *dir;
         ssize_t l;
@@ -604,18 +621,20 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *nam
         link[l] = '\0';
         /* a partition's disk is the directory above it */
         snprintf(disk, sizeof(disk), "%s", name);
+        snprintf(disk_link, sizeof(disk_link), "%s", link);
         if (sysfs_read(name, "partition", v, sizeof(v)) > 0) {
                 char *slash = strrchr(link, '/');
                 if (slash) {
                         *slash = '\0';
                         const char *parent = strrchr(link, '/');
                         snprintf(disk, sizeof(disk), "%s", parent ? parent + 1 : link);
+                        snprintf(disk_link, sizeof(disk_link), "%s", link);
                         *slash = '/';
                 }
         }
-        /* no trusted_disk=: no "dev" file to read (a quarter of a 1,000-device event's instructions) */
-        if (n_named && (devnum_named(devnum_of_name(name), named, n_named) ||
-                        devnum_named(devnum_of_name(disk), named, n_named))) {
+        /* no trusted_disk=: no "dev" file to read */
+        if (in && in->n_named && (devnum_named(devnum_of_name(name), in->named, in->n_named) ||
+                                  devnum_named(devnum_of_name(disk), in->named, in->n_named))) {
                 *ret_why = "named by trusted_disk=";
                 return true;
         }
@@ -629,13 +648,19 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const dev_t *nam
                         if (de->d_name[0] == '.')
                                 continue;
                         n_slaves++;
-                        all = trusted_by_name(de->d_name, false, named, n_named, depth + 1, &why);
+                        all = trusted_by_name(de->d_name, false, in, depth + 1, &why);
                 }
                 closedir(dir);
                 if (n_slaves > 0) {
                         *ret_why = all ? "stacked over trusted storage" : "stacked over untrusted storage";
                         return all;
                 }
+        }
+        /* the boot names disks: nothing else is trusted (the fallback is not asked) */
+        if (in && in->n_anchor) {
+                bool on = disk_listed(disk_link, in->anchor_disks, in->n_anchor);
+                *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
+                return on;
         }
         if (bus_hotplug) {
                 *ret_why = "USB or FireWire (ID_BUS)";
@@ -662,37 +687,114 @@ static bool path_listed(const char *list, const char *path)
         return false;
 }
 
-bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why)
+bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_inputs *in, const char **ret_why,
+                        bool *ret_by_config)
 {
+        char link[PATH_MAX];
+        const char *name;
+
+        *ret_by_config = false;
         /* the test build's seam (files stand in for disks); the installed helper has none */
-        if (path_listed(bsg_trusted_paths_seam(), d->devnode)) {
+        if (path_listed(bsg_trusted_paths_seam(), f->devnode)) {
                 *ret_why = "named by the test seam";
                 return true;
         }
-        if (!d->sysname) {
-                *ret_why = "not in sysfs";
-                return false;
+        if (devnum_named(f->devnum, in->named, in->n_named) ||
+            (f->disk && !f->stacked && disk_listed(f->disk, in->named_disks, in->n_named_disks))) {
+                *ret_why = "named by trusted_disk=";
+                *ret_by_config = true;
+                return true;
         }
-        return trusted_by_name(d->sysname, d->bus_hotplug, named, n_named, 0, ret_why);
+        if (f->stacked || !f->class_known) {
+                /* a stacked device is its slaves (a handful per machine), an entry of an older helper
+                 * has no class: asked of sysfs */
+                if (!f->devnum || !(name = bsg_sysname_of_devnum(f->devnum, link, sizeof(link)))) {
+                        *ret_why = "not in sysfs";
+                        return false;
+                }
+                bool t = trusted_by_name(name, false, in, 0, ret_why);
+                *ret_by_config = t && streq(*ret_why, "named by trusted_disk=");
+                return t;
+        }
+        if (in->n_anchor) {
+                bool on = f->disk && disk_listed(f->disk, in->anchor_disks, in->n_anchor);
+                *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
+                return on;
+        }
+        *ret_why = f->class_fixed ? "fallback: fixed storage" : f->class_why ? f->class_why : "not fixed storage";
+        return f->class_fixed;
 }
 
-bool bsg_devnum_is_trusted(dev_t devnum, const dev_t *named, size_t n_named, bool *ret_by_config)
+/* The class of D (sysfs, ID_BUS): the fallback's test, once per device. */
+static void dev_set_class(struct bsg_dev *d)
+{
+        char path[PATH_MAX];
+        DIR *dir;
+        struct dirent *de;
+
+        d->class_known = true;
+        if (!d->sysname) {
+                d->class_fixed = false;
+                d->class_why = "not in sysfs";
+                return;
+        }
+        d->class_fixed = trusted_by_name(d->sysname, d->bus_hotplug, NULL, 0, &d->class_why);
+        /* a stacked device (its own slaves/, or a partition on one) */
+        const char *disk = d->sysname;
+        char buf[PATH_MAX];
+        if (d->partition && d->syspath) {
+                const char *slash = strrchr(d->syspath, '/'), *parent = NULL;
+                for (const char *p = d->syspath; slash && p < slash; p++)
+                        if (*p == '/')
+                                parent = p + 1;
+                if (parent && (size_t)(slash - parent) < sizeof(buf)) {
+                        memcpy(buf, parent, (size_t)(slash - parent));
+                        buf[slash - parent] = '\0';
+                        disk = buf;
+                }
+        }
+        d->stacked = false;
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", disk) < sizeof(path) &&
+            (dir = opendir(path))) {
+                while (!d->stacked && (de = readdir(dir)))
+                        d->stacked = de->d_name[0] != '.';
+                closedir(dir);
+        }
+}
+
+void bsg_devs_set_class(struct bsg_devs *devs)
+{
+        for (size_t i = 0; i < devs->n; i++)
+                dev_set_class(&devs->v[i]);
+}
+
+bool bsg_devnum_is_trusted(dev_t devnum, const struct bsg_trust_inputs *in, bool *ret_by_config)
 {
         char link[PATH_MAX];
         const char *why = NULL, *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
-        bool trusted = name && trusted_by_name(name, false, named, n_named, 0, &why);
+        bool trusted = name && trusted_by_name(name, false, in, 0, &why);
 
         *ret_by_config = trusted && streq(why, "named by trusted_disk=");
         return trusted;
 }
 
-void bsg_devs_set_trust(struct bsg_devs *devs, const dev_t *named, size_t n_named)
+char *bsg_disk_of_devnum(dev_t devnum)
 {
-        for (size_t i = 0; i < devs->n; i++) {
-                struct bsg_dev *d = &devs->v[i];
-                d->untrusted = !is_trusted_storage(d, named, n_named, &d->trust_why);
-                d->trust_by_config = !d->untrusted && streq(d->trust_why, "named by trusted_disk=");
+        char path[64], link[PATH_MAX];
+        ssize_t l;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        l = readlink(path, link, sizeof(link) - 1);
+        if (l <= 0)
+                return NULL;
+        link[l] = '\0';
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        if (access(path, F_OK) == 0) {
+                char *slash = strrchr(link, '/');
+                if (slash)
+                        *slash = '\0';
         }
+        return strdup(link);
 }
 
 int bsg_devs_find_or_add(struct bsg_devs *devs, const char *devnode)

@@ -21,9 +21,16 @@ struct bsg_dev {
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool partition;  /* DEVTYPE=partition */
-        bool untrusted;  /* !is_trusted_storage(), set by bsg_devs_set_trust() */
+        /* its class, gathered once (bsg_devs_set_class()) and kept in its inventory record: the
+         * fallback's test, which needs neither the configuration nor the boot */
+        bool class_known;
+        bool class_fixed;      /* fixed storage by the fallback's test (stacked: every slave is) */
+        const char *class_why; /* why (a static string) */
+        bool stacked;          /* dm/md (or a partition on one): its trust is its slaves', asked of sysfs */
+        /* its trust in this run (inventory.c, from the class, the configuration and the boot) */
+        bool untrusted;  /* !is_trusted_storage() */
         bool trust_by_config; /* trusted because trusted_disk= names it (or its disk, or its slaves') */
-        const char *trust_why; /* why it is (un)trusted, a static string; NULL before bsg_devs_set_trust() */
+        const char *trust_why; /* why it is (un)trusted, a static string; NULL before it is decided */
         bool bus_hotplug; /* ID_BUS=usb/ieee1394 from the udev database or the event's environment */
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
         bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
@@ -67,19 +74,51 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
  * get equal ids (issue 10 item 8). */
 void bsg_devs_add_storage_ids(struct bsg_devs *devs);
 
-/* The one trust predicate (issue 18): whether D is trusted storage. Trusted: a disk NAMED (device
- * numbers of trusted_disk=; a named disk's partitions too), a stacked device (dm, md) whose every
- * slave is trusted, and, as the fallback, fixed storage: not removable, USB, FireWire, SD card,
- * Thunderbolt/USB4, and not under /devices/virtual (loop, nbd...). A device sysfs does not show is
- * untrusted. *RET_WHY says why (a static string). Reads sysfs. */
-bool is_trusted_storage(const struct bsg_dev *d, const dev_t *named, size_t n_named, const char **ret_why);
+/* What trust is decided from in one run, gathered once per run (inventory.c): the device numbers
+ * trusted_disk= names and their disks' sysfs paths, and the anchor: the sysfs paths of the disks the
+ * boot names (slot.h bsg_boot_anchor()). With an anchor, trusted storage is an allowlist; without one
+ * the fallback (the class test) decides. */
+struct bsg_trust_inputs {
+        const dev_t *named;
+        size_t n_named;
+        const char *const *named_disks;
+        size_t n_named_disks;
+        const char *const *anchor_disks;
+        size_t n_anchor; /* 0: no anchor, the fallback decides */
+};
 
-/* is_trusted_storage() of a device known by its number only (an inventory record): false if sysfs
- * has no such device. *RET_BY_CONFIG: trusted because trusted_disk= names it. */
-bool bsg_devnum_is_trusted(dev_t devnum, const dev_t *named, size_t n_named, bool *ret_by_config);
+/* What is known of one device's storage: from its read (struct bsg_dev) or its inventory record. */
+struct bsg_trust_facts {
+        const char *devnode;
+        dev_t devnum;
+        const char *disk; /* sysfs path of its whole disk (a stacked device over one slave: the slave's) */
+        bool class_known, class_fixed, stacked;
+        const char *class_why;
+};
 
-/* Sets untrusted, trust_by_config and trust_why of every device (after the udev properties: ID_BUS). */
-void bsg_devs_set_trust(struct bsg_devs *devs, const dev_t *named, size_t n_named);
+/* The one trust predicate (issue 18): whether the device F describes is trusted storage. Trusted: a
+ * device or disk trusted_disk= NAMED (a named disk's partitions too), a stacked device (dm, md) whose
+ * every slave is trusted, a device on a disk the boot names (the anchor), and, only where the boot
+ * names no disk, the fallback: fixed storage by its class (not removable, USB, FireWire, SD card,
+ * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). Descriptors the media writes
+ * (labels, PARTUUIDs, serials) never enter here. A stacked device, or one whose class is not known (an
+ * older inventory), is asked of sysfs; every other answer comes from F and IN alone. *RET_WHY says why
+ * (a static string). */
+bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_inputs *in, const char **ret_why,
+                        bool *ret_by_config);
+
+/* Sets class_known, class_fixed, class_why and stacked of every device (after the udev properties:
+ * ID_BUS). Reads sysfs. */
+void bsg_devs_set_class(struct bsg_devs *devs);
+
+/* is_trusted_storage() from sysfs alone, of a device known by its number only: false if sysfs has no
+ * such device. */
+bool bsg_devnum_is_trusted(dev_t devnum, const struct bsg_trust_inputs *in, bool *ret_by_config);
+
+/* The sysfs path (as /sys/dev/block links it) of the whole disk of DEVNUM, a new string; NULL if none. */
+char *bsg_disk_of_devnum(dev_t devnum);
+/* The part of a sysfs path from "/devices/" on (links are relative: "../../devices/..."). */
+const char *bsg_disk_key(const char *syspath);
 
 /* Finds DEVNODE's entry (by device number, then by name); adds one (from stat() and the udev
  * environment) if enumeration did not list it. Returns its index or -errno. */

@@ -39,15 +39,17 @@ void log_msg(const char *fmt, ...)
         bsg_log_journal(LOG_WARNING, msg);
 }
 
-void log_decision(const struct entry *e)
+void log_decision(const struct ctx *c, const struct entry *e)
 {
-        char fsid[37];
+        char fsid[37], trust[160];
         if (e->pd.state == BSG_DEV_NOT_BTRFS || !e->devnode)
                 return;
         if (e->pd.state == BSG_DEV_BTRFS)
                 bsg_uuid_format(e->pd.fsid, fsid);
+        snprintf(trust, sizeof(trust), "%s (%s), trust from %s", e->pd.untrusted ? "untrusted" : "trusted",
+                 e->trust_why ? e->trust_why : "unknown", trust_source(c));
         (void)bsg_log_decision(bsg_rundir_path(), e->devnum, e->devnode, bsg_decision_name(e->v.decision),
-                               bsg_reason_name(e->v.reason), e->pd.state == BSG_DEV_BTRFS ? fsid : NULL);
+                               bsg_reason_name(e->v.reason), e->pd.state == BSG_DEV_BTRFS ? fsid : NULL, trust);
 }
 
 void add_token(char *buf, size_t size, const char *token)
@@ -104,5 +106,9 @@ void ctx_done(struct ctx *c)
         bsg_partsets_free(&c->partsets);
         free(c->booted_disk);
         free(c->root_disk);
+        for (size_t i = 0; i < ELEMENTSOF(c->anchor_disks); i++)
+                free(c->anchor_disks[i]);
+        for (size_t i = 0; i < c->n_named_disks; i++)
+                free(c->named_disks[i]);
 }
 

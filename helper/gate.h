@@ -40,6 +40,8 @@ struct entry {
         const char *slot_scheme; /* where the slot came from: "rauc", "partsets", "label" */
         const char *partlabel, *partuuid; /* NULL if none */
         const char *disk;                 /* sysfs path of its whole disk, NULL if unknown */
+        struct bsg_trust_facts trust;     /* what its trust is decided from (class, disk) */
+        const char *trust_why;            /* why it is (un)trusted (is_trusted_storage()) */
         bool from_record; /* fields from the inventory (this invocation did not read the device) */
         bool unanswered;  /* read in this invocation and the read failed (timeout, EIO): not handed to
                            * the kernel, whatever its record says */
@@ -84,15 +86,23 @@ struct ctx {
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        struct bsg_anchor anchor;       /* the disks the boot names (trust anchor), over the entries */
+        char *anchor_disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* copies of anchor.disks */
+        char *named_disks[BSG_MAX_TRUSTED_DISKS]; /* the disks of trusted_devnums (sysfs paths) */
+        size_t n_named_disks;
+        struct bsg_trust_inputs trust_in; /* what every device's trust is decided from in this run */
         dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
         size_t n_trusted_devnums;
         char errors[512];
         char actions[8192];
 };
 
-/* What trust came from, for `status` and the journal: the disks trusted_disk= names, plus the
- * fallback (fixed storage minus every class an attacker attaches or creates at run time). */
+/* What trust came from, for `status` and the journal: the disks the boot names (the anchor) and the
+ * disks trusted_disk= names, or, where the boot names no disk, the fallback (fixed storage minus
+ * every class an attacker attaches or creates at run time). */
 void trust_describe(const struct ctx *c, char *buf, size_t size);
+/* "boot-disk" (the anchor decides) or "fallback". */
+const char *trust_source(const struct ctx *c);
 
 /* messages (gate.c) */
 extern bool arg_verbose;
@@ -104,9 +114,11 @@ void log_msg_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
                 if (arg_verbose)                                                                        \
                         log_msg_debug(__VA_ARGS__);                                                     \
         } while (0)
-/* the journal's line for the decision of entry E, if it changed since the last one logged */
+/* the journal's line for the decision of entry E (and its trust), if it changed since the last one
+ * logged */
 struct entry;
-void log_decision(const struct entry *e);
+struct ctx;
+void log_decision(const struct ctx *c, const struct entry *e);
 void add_token(char *buf, size_t size, const char *token);
 void add_error(struct ctx *c, const char *token);
 void ctx_done(struct ctx *c);
@@ -122,8 +134,9 @@ const char *kernel_cannot_apply(const struct ctx *c, const char *list);
  * lock first: *ret_lock_fd is its fd, or -1 if it could not be taken (said in c->errors). Returns 0
  * or -errno (nothing could be decided). */
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd);
-/* What `trust` needs: the configuration and the device numbers trusted_disk= names. */
-void gather_trust_inputs(struct ctx *c);
+/* What `trust` needs: the configuration, the boot's anchor over the inventory, and the event's
+ * device (not read). Returns the device's entry index or -errno. */
+int gather_trust(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
 

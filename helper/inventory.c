@@ -60,19 +60,83 @@ static void load_trusted_disks(struct ctx *c)
                         continue;
                 }
                 c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
+                char *disk = bsg_disk_of_devnum(st.st_rdev);
+                if (disk)
+                        c->named_disks[c->n_named_disks++] = disk;
+        }
+        c->trust_in = (struct bsg_trust_inputs){
+                .named = c->trusted_devnums,
+                .n_named = c->n_trusted_devnums,
+                .named_disks = (const char *const *)c->named_disks,
+                .n_named_disks = c->n_named_disks,
+        };
+}
+
+const char *trust_source(const struct ctx *c)
+{
+        return c->anchor.n_disks ? "boot-disk" : "fallback";
+}
+
+/* What each source of the anchor said, "root=ambiguous, LoaderDevicePartUUID=resolved", into BUF. */
+static void anchor_sources(const struct ctx *c, char *buf, size_t size)
+{
+        buf[0] = '\0';
+        for (size_t s = 0; s < _BSG_ANCHOR_SOURCE_MAX; s++) {
+                if (c->anchor.result[s] == BSG_ANCHOR_ABSENT)
+                        continue;
+                size_t l = strlen(buf);
+                snprintf(buf + l, size - l, "%s%s %s", l ? ", " : "", bsg_anchor_source_name(s),
+                         bsg_anchor_result_name(c->anchor.result[s]));
         }
 }
 
 void trust_describe(const struct ctx *c, char *buf, size_t size)
 {
-        snprintf(buf, size,
-                 "trust: %zu disk(s) named by trusted_disk=, and the fallback: fixed storage (not removable, USB, "
-                 "FireWire, SD card, Thunderbolt/USB4, loop, nbd or another virtual device; dm/md only over trusted "
-                 "storage); the disk that booted is not used to decide trust",
-                 c->n_trusted_devnums);
+        char sources[256];
+
+        anchor_sources(c, sources, sizeof(sources));
+        if (c->anchor.n_disks)
+                snprintf(buf, size,
+                         "trust: from the boot: %zu disk(s) the boot names (%s), %zu disk(s) named by trusted_disk=, "
+                         "dm/md over them; everything else is untrusted",
+                         c->anchor.n_disks, sources, c->n_trusted_devnums);
+        else
+                snprintf(buf, size,
+                         "trust: from the fallback (the boot names no disk%s%s%s): %zu disk(s) named by trusted_disk=, "
+                         "and fixed storage (not removable, USB, FireWire, SD card, Thunderbolt/USB4, loop, nbd or "
+                         "another virtual device; dm/md only over trusted storage)",
+                         sources[0] ? ": " : "", sources, sources[0] ? "" : " it can find", c->n_trusted_devnums);
 }
 
-#define LOADER_DEVICE_PARTUUID "/sys/firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+#define LOADER_DEVICE_PARTUUID "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, then a UTF-16LE GUID): absent is
+ * nothing; unreadable or malformed is said and left out (the disk that booted is then not known from
+ * it, never guessed). */
+static void load_loader_partuuid(struct ctx *c)
+{
+        _cleanup_free_ char *efivar = NULL;
+        char path[PATH_MAX];
+        size_t len = 0;
+        int r;
+
+        c->loader_partuuid[0] = '\0';
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", bsg_efivars_path(), LOADER_DEVICE_PARTUUID) >= sizeof(path))
+                return;
+        r = bsg_read_file(path, 256, &efivar, &len);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return;
+        if (r < 0) {
+                log_msg("cannot read %s, ignoring it (the disk that booted is not known from it): %s", path,
+                        strerror(-r));
+                return;
+        }
+        if (bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid) < 0) {
+                c->loader_partuuid[0] = '\0';
+                log_msg("%s: not a partition GUID in UTF-16LE (%zu bytes), ignoring it (the disk that booted is "
+                        "not known from it)", path, len);
+        }
+}
 
 static void load_kernel_state(struct ctx *c)
 {
@@ -97,10 +161,7 @@ static void load_kernel_state(struct ctx *c)
                 c->mounted = NULL;
                 c->n_mounted = 0;
         }
-        _cleanup_free_ char *efivar = NULL;
-        size_t len = 0;
-        if (bsg_read_file(LOADER_DEVICE_PARTUUID, 256, &efivar, &len) >= 0)
-                (void)bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
+        load_loader_partuuid(c);
 }
 
 static bool fsid_is_mounted(const struct ctx *c, const uint8_t fsid[BSG_UUID_SIZE])
@@ -325,6 +386,84 @@ static bool mounted_member_by_devnum(dev_t devnum)
         return name && bsg_mounted_member(name);
 }
 
+/* The disk the mounted root is on (its source's entry), or NULL. */
+static const char *mounted_root_disk(const struct ctx *c)
+{
+        struct stat st;
+        bool have_st = c->root_source && stat(c->root_source, &st) == 0 && S_ISBLK(st.st_mode);
+
+        for (size_t i = 0; c->root_source && i < c->n; i++)
+                if (streq_ptr(c->e[i].devnode, c->root_source) || (have_st && c->e[i].devnum == st.st_rdev))
+                        return c->e[i].disk;
+        return NULL;
+}
+
+/* The anchor (the disks the boot names), once per run, then every entry's trust from it, the
+ * configuration and the entry's class (is_trusted_storage()). */
+static void decide_trust(struct ctx *c)
+{
+        _cleanup_free_ struct bsg_partition *parts = calloc(c->n + 1, sizeof(*parts));
+
+        if (parts) {
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = &c->e[i];
+                        parts[i] = (struct bsg_partition){
+                                .devnode = e->devnode,
+                                .partlabel = e->partlabel,
+                                .partuuid = e->partuuid,
+                                .disk = e->disk && e->disk[0] ? bsg_disk_key(e->disk) : NULL,
+                                /* here: hot-pluggable by its class (unknown: taken for hot-pluggable) */
+                                .untrusted = !e->trust.class_fixed,
+                                .devnum = e->devnum,
+                        };
+                }
+                const char *root_disk = mounted_root_disk(c);
+                bsg_boot_anchor(c->cmdline, c->loader_partuuid, c->rauc_rdev, c->rauc_rdev ? c->rauc.n : 0, parts,
+                                c->n, root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
+        } else {
+                /* out of memory: no anchor, the fallback decides (as where the boot names no disk) */
+                log_msg("cannot work out the disk that booted, trust from the fallback: %s", strerror(ENOMEM));
+                add_error(c, "out-of-memory");
+                c->anchor = (struct bsg_anchor){0};
+        }
+        /* a name that a second disk or hot-pluggable media carries too anchors nothing: said (the
+         * trust verb, run for every device without btrfs, leaves it to the btrfs events) */
+        for (size_t s = 0; c->verb != VERB_TRUST && s < _BSG_ANCHOR_SOURCE_MAX; s++) {
+                if (c->anchor.result[s] == BSG_ANCHOR_AMBIGUOUS)
+                        log_msg("%s names partitions on more than one disk (a copy of its partition table?): not "
+                                "used to find the disk that booted",
+                                bsg_anchor_source_name(s));
+                else if (c->anchor.result[s] == BSG_ANCHOR_HOTPLUG)
+                        log_msg("%s names a partition on hot-pluggable media only: not used to find the disk that "
+                                "booted",
+                                bsg_anchor_source_name(s));
+                else if (c->anchor.result[s] == BSG_ANCHOR_NOT_FOUND || c->anchor.result[s] == BSG_ANCHOR_NO_DISK)
+                        log_debug("%s: no partition carries it (yet)", bsg_anchor_source_name(s));
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < c->anchor.n_disks; i++)
+                if ((c->anchor_disks[n] = strdup(c->anchor.disks[i])))
+                        n++;
+        if (n < c->anchor.n_disks) {
+                /* a disk left out would be untrusted: fail closed, said */
+                log_msg("cannot keep the disks that booted: %s", strerror(ENOMEM));
+                add_error(c, "out-of-memory");
+        }
+        c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
+        c->trust_in.n_anchor = n;
+        for (size_t i = 0; i < c->n; i++) {
+                struct entry *e = &c->e[i];
+                bool by_config;
+                e->pd.untrusted = !is_trusted_storage(&e->trust, &c->trust_in, &e->trust_why, &by_config);
+                if (e->dev >= 0) {
+                        struct bsg_dev *d = &c->devs.v[e->dev];
+                        d->untrusted = e->pd.untrusted;
+                        d->trust_why = e->trust_why;
+                        d->trust_by_config = by_config;
+                }
+        }
+}
+
 static int entries_build(struct ctx *c)
 {
         c->e = calloc(c->devs.n + c->state.n + 1, sizeof(struct entry));
@@ -351,10 +490,19 @@ static int entries_build(struct ctx *c)
                 e->devnum = d->devnum;
                 e->dev = (ssize_t)i;
                 e->pd.devnode = d->devnode;
-                /* untrusted now, or learned untrusted by an earlier event (its ID_BUS): the record keeps
-                 * it, so the same stick is untrusted in the next whole-set decision; trusted_disk=
-                 * outranks what the record says */
-                e->pd.untrusted = d->untrusted || (rec && rec->untrusted && !d->trust_by_config);
+                /* its class now, or learned not fixed by an earlier event (its ID_BUS): the record
+                 * keeps it, so the same stick is untrusted in the next whole-set decision; trusted_disk=
+                 * and the anchor outrank the class (trust is decided below, once the anchor is known) */
+                e->trust = (struct bsg_trust_facts){
+                        .devnode = d->devnode,
+                        .devnum = d->devnum,
+                        .class_known = d->class_known,
+                        .class_fixed = d->class_fixed && !(rec && rec->class_known && rec->untrusted),
+                        .class_why = d->class_fixed && rec && rec->class_known && rec->untrusted
+                                             ? "USB or FireWire (ID_BUS of an earlier event)"
+                                             : d->class_why,
+                        .stacked = d->stacked,
+                };
                 e->pd.zoned = d->zoned;
                 e->pd.path_ok = bsg_skiplist_path_ok(d->devnode);
                 e->pd.held = d->held;
@@ -402,6 +550,7 @@ static int entries_build(struct ctx *c)
                                 return -ENOMEM;
                 }
                 e->disk = d->disk;
+                e->trust.disk = d->disk;
                 /* the enumeration marks partitioned disks; a device an event added alone is asked
                  * of sysfs (its own event must not scan a stale whole-disk superblock either) */
                 e->pd.partitioned_disk = e->pd.partitioned_disk || d->partitioned ||
@@ -423,11 +572,17 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
-                /* its trust is this run's (the configuration may have changed since the record was
-                 * made), and what an earlier event learned (ID_BUS) stays unless trusted_disk= names it */
-                bool by_config = false;
-                bool trusted = bsg_devnum_is_trusted(rec->devnum, c->trusted_devnums, c->n_trusted_devnums, &by_config);
-                e->pd.untrusted = !trusted || (rec->untrusted && !by_config);
+                /* its class as its own read found it; its trust is this run's (the configuration and
+                 * the boot may have changed since the record was made): decided below */
+                e->trust = (struct bsg_trust_facts){
+                        .devnode = rec->devnode,
+                        .devnum = rec->devnum,
+                        .disk = rec->disk,
+                        .class_known = rec->class_known,
+                        .class_fixed = rec->class_known && !rec->untrusted,
+                        .class_why = rec->class_known && rec->untrusted ? "not fixed storage (when it was read)" : NULL,
+                        .stacked = rec->stacked,
+                };
                 e->partlabel = rec->partlabel;
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
@@ -436,6 +591,7 @@ static int entries_build(struct ctx *c)
                 e->pd.held = (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
                              bsg_devnum_held(rec->devnum);
         }
+        decide_trust(c);
         find_active_slot(c); /* after the labels from the inventory are in */
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
@@ -476,7 +632,9 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
                 .devnum = d->devnum,
                 .diskseq = d->diskseq,
                 .size = d->size,
-                .untrusted = e->pd.untrusted,
+                .untrusted = !e->trust.class_fixed,
+                .class_known = e->trust.class_known,
+                .stacked = e->trust.stacked,
                 .devnode = d->devnode,
                 .partlabel = d->partlabel,
                 .partuuid = d->partuuid,
@@ -519,9 +677,12 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
 static int record_refresh_names(struct bsg_state *state, struct bsg_record *rec, const struct bsg_dev *d,
                                 const struct entry *e)
 {
-        /* and what it learned of the device's trust (ID_BUS of its event) */
-        if (rec->untrusted != e->pd.untrusted) {
-                rec->untrusted = e->pd.untrusted;
+        /* and what it learned of the device's class (ID_BUS of its event) */
+        if (e->trust.class_known &&
+            (!rec->class_known || rec->untrusted != !e->trust.class_fixed || rec->stacked != e->trust.stacked)) {
+                rec->class_known = true;
+                rec->untrusted = !e->trust.class_fixed;
+                rec->stacked = e->trust.stacked;
                 state->changed = true;
         }
         char **fields[] = {&rec->partlabel, &rec->partuuid};
@@ -748,7 +909,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         else if (d->parse_result == 0 && d->partition && !d->partlabel)
                 bsg_devs_add_udev_properties(&c->devs, false);
         bsg_devs_add_storage_ids(&c->devs);
-        bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
+        bsg_devs_set_class(&c->devs);
         d = &c->devs.v[target];
         log_reads(c);
         if (!c->dry_run)
@@ -812,7 +973,7 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
                  * root= names a partition by PARTUUID, which only the database knows */
                 bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
                 bsg_devs_add_storage_ids(&c->devs);
-                bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
+                bsg_devs_set_class(&c->devs);
                 log_reads(c);
         }
         if (!c->dry_run && c->verb != VERB_STATUS)
@@ -829,10 +990,28 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         return 0;
 }
 
-void gather_trust_inputs(struct ctx *c)
+int gather_trust(struct ctx *c)
 {
+        int r;
+
         load_config(c);
         load_trusted_disks(c);
+        load_kernel_state(c);
+        load_platform_slots(c);
+        r = bsg_devs_add_event(&c->devs, c->devnode);
+        if (r < 0)
+                return r;
+        bsg_devs_set_class(&c->devs);
+        /* the other devices from the inventory (without the lock: nothing is written) */
+        load_inventory(c, false);
+        ssize_t target = r;
+        r = entries_build(c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->e[i].dev == target)
+                        return (int)i;
+        return -ENODEV;
 }
 
 int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)

@@ -59,6 +59,11 @@ const char *bsg_trusted_paths_seam(void)
         return env_or("BTRFS_SCAN_GATE_TRUSTED_PATHS", NULL);
 }
 
+const char *bsg_efivars_path(void)
+{
+        return env_or("BTRFS_SCAN_GATE_EFIVARS", "/sys/firmware/efi/efivars");
+}
+
 const char *bsg_config_path(void)
 {
         return env_or("BTRFS_SCAN_GATE_CONFIG", "/etc/btrfs-scan-gate.conf");

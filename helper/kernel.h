@@ -19,6 +19,7 @@ const char *bsg_rundir_path(void);    /* $BTRFS_SCAN_GATE_RUNDIR or /run/btrfs-s
 const char *bsg_trusted_paths_seam(void); /* test build: $BTRFS_SCAN_GATE_TRUSTED_PATHS (':'-separated
                                            * devnodes taken for trusted storage); NULL otherwise */
 const char *bsg_config_path(void);    /* $BTRFS_SCAN_GATE_CONFIG or /etc/btrfs-scan-gate.conf */
+const char *bsg_efivars_path(void);   /* $BTRFS_SCAN_GATE_EFIVARS or /sys/firmware/efi/efivars */
 
 struct bsg_kernel_caps {
         bool control;            /* the control node exists (btrfs loaded) */

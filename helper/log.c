@@ -80,12 +80,12 @@ void bsg_log_journal(int level, const char *msg)
 }
 
 int bsg_log_decision(const char *rundir, dev_t devnum, const char *devnode, const char *decision,
-                     const char *reason, const char *fsid)
+                     const char *reason, const char *fsid, const char *trust)
 {
         char dir[4096], path[4200], tmp[4300], now[256], before[256] = "";
         int n;
 
-        n = snprintf(now, sizeof(now), "%s %s %s\n", decision, reason, fsid ? fsid : "-");
+        n = snprintf(now, sizeof(now), "%s %s %s %s\n", decision, reason, fsid ? fsid : "-", trust ? trust : "-");
         if (n < 0 || (size_t)n >= sizeof(now))
                 return -EINVAL;
         snprintf(dir, sizeof(dir), "%s/logged", rundir);
@@ -100,10 +100,8 @@ int bsg_log_decision(const char *rundir, dev_t devnum, const char *devnode, cons
                 return 0;
 
         char msg[768];
-        if (fsid)
-                snprintf(msg, sizeof(msg), "%s: %s (%s), fsid %s", devnode, decision, reason, fsid);
-        else
-                snprintf(msg, sizeof(msg), "%s: %s (%s)", devnode, decision, reason);
+        snprintf(msg, sizeof(msg), "%s: %s (%s)%s%s%s%s", devnode, decision, reason, fsid ? ", fsid " : "",
+                 fsid ? fsid : "", trust ? ", " : "", trust ? trust : "");
         bsg_log_journal(LOG_NOTICE, msg);
 
         /* remember it (tmp + rename: a reader never sees half a line); failure only means the

@@ -19,6 +19,8 @@ void bsg_log_journal(int level, const char *msg);
 
 /* One line per changed decision: the first decision for DEVNUM, or one that differs from the last one
  * logged (remembered under RUNDIR/logged/), goes to the journal as
- * "DEVNODE: DECISION (REASON), fsid FSID". FSID may be NULL. Returns 1 if logged, 0 if unchanged. */
+ * "DEVNODE: DECISION (REASON), fsid FSID, TRUST". FSID may be NULL; TRUST (may be NULL) says whether
+ * the device is trusted storage and where trust came from ("trusted (on the disk that booted)").
+ * Returns 1 if logged, 0 if unchanged. */
 int bsg_log_decision(const char *rundir, dev_t devnum, const char *devnode, const char *decision,
-                     const char *reason, const char *fsid);
+                     const char *reason, const char *fsid, const char *trust);

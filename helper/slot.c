@@ -258,3 +258,145 @@ int bsg_active_slot(const struct bsg_config *config, const char *cmdline, const 
         }
         return -ENOENT;
 }
+
+const char *bsg_anchor_source_name(enum bsg_anchor_source s)
+{
+        static const char *const names[] = {
+                [BSG_ANCHOR_LOADER] = "LoaderDevicePartUUID",
+                [BSG_ANCHOR_STEAMOS_EFI] = "steamos.efi",
+                [BSG_ANCHOR_RD_STEAMOS_EFI] = "rd.steamos.efi",
+                [BSG_ANCHOR_ROOT] = "root",
+                [BSG_ANCHOR_RAUC] = "rauc-device",
+        };
+        return s < ELEMENTSOF(names) ? names[s] : "?";
+}
+
+const char *bsg_anchor_result_name(enum bsg_anchor_result r)
+{
+        static const char *const names[] = {
+                [BSG_ANCHOR_ABSENT] = "absent",
+                [BSG_ANCHOR_RESOLVED] = "resolved",
+                [BSG_ANCHOR_NOT_FOUND] = "not-found",
+                [BSG_ANCHOR_AMBIGUOUS] = "ambiguous",
+                [BSG_ANCHOR_HOTPLUG] = "hot-pluggable",
+                [BSG_ANCHOR_NO_DISK] = "no-disk",
+        };
+        return r < ELEMENTSOF(names) ? names[r] : "?";
+}
+
+static bool on_disk(const struct bsg_partition *p, const char *disk)
+{
+        return disk && p->disk && streq(p->disk, disk);
+}
+
+/* One source's spec (PARTUUID=... or a path) against PARTS: see bsg_boot_anchor(). */
+static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_partition *parts, size_t n,
+                                          const char *root_disk, size_t *ret_index)
+{
+        size_t hits = 0, hit = SIZE_MAX, on_root = 0, root_hit = SIZE_MAX;
+        const char *v;
+        bool by_path;
+
+        if (strncmp(spec, "PARTUUID=", 9) == 0)
+                v = spec + 9, by_path = false;
+        else if (spec[0] == '/')
+                v = spec, by_path = true;
+        else
+                return BSG_ANCHOR_ABSENT; /* PARTLABEL=, UUID=: a copy carries them */
+        if (isempty(v))
+                return BSG_ANCHOR_ABSENT;
+        for (size_t i = 0; i < n; i++) {
+                const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
+                if (!f || (by_path ? !streq(f, v) : strcasecmp(f, v) != 0))
+                        continue;
+                hits++;
+                hit = i;
+                if (on_disk(&parts[i], root_disk)) {
+                        on_root++;
+                        root_hit = i;
+                }
+        }
+        if (hits == 0)
+                return BSG_ANCHOR_NOT_FOUND;
+        if (hits > 1) {
+                /* a stick (or a second disk) carries the same name: only the disk the kernel mounted
+                 * the root from can tell them apart */
+                if (on_root != 1)
+                        return BSG_ANCHOR_AMBIGUOUS;
+                hit = root_hit;
+        }
+        if (!parts[hit].disk)
+                return BSG_ANCHOR_NO_DISK;
+        if (parts[hit].untrusted && !on_disk(&parts[hit], root_disk))
+                return BSG_ANCHOR_HOTPLUG;
+        *ret_index = hit;
+        return BSG_ANCHOR_RESOLVED;
+}
+
+static void anchor_add_disk(struct bsg_anchor *a, const char *disk)
+{
+        for (size_t i = 0; i < a->n_disks; i++)
+                if (streq(a->disks[i], disk))
+                        return;
+        if (a->n_disks < ELEMENTSOF(a->disks))
+                a->disks[a->n_disks++] = disk;
+}
+
+void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev_t *rauc_devnums, size_t n_rauc,
+                     const struct bsg_partition *parts, size_t n_parts, const char *root_disk,
+                     struct bsg_anchor *ret)
+{
+        static const struct {
+                enum bsg_anchor_source source;
+                const char *key;
+        } keys[] = {
+                {BSG_ANCHOR_STEAMOS_EFI, "steamos.efi"},
+                {BSG_ANCHOR_RD_STEAMOS_EFI, "rd.steamos.efi"},
+                {BSG_ANCHOR_ROOT, "root"},
+        };
+        struct bsg_anchor a = {0};
+        char spec[64];
+        size_t idx;
+
+        if (!isempty(loader_partuuid) && strlen(loader_partuuid) < 40) {
+                snprintf(spec, sizeof(spec), "PARTUUID=%s", loader_partuuid);
+                a.result[BSG_ANCHOR_LOADER] = anchor_spec(spec, parts, n_parts, root_disk, &idx);
+                if (a.result[BSG_ANCHOR_LOADER] == BSG_ANCHOR_RESOLVED)
+                        a.part[BSG_ANCHOR_LOADER] = idx;
+        }
+        for (size_t k = 0; cmdline && k < ELEMENTSOF(keys); k++) {
+                _cleanup_free_ char *v = NULL;
+                enum bsg_anchor_source s = keys[k].source;
+                if (bsg_cmdline_get(cmdline, strlen(cmdline), keys[k].key, &v) < 0)
+                        continue;
+                if (s == BSG_ANCHOR_ROOT && strncmp(v, "PARTUUID=", 9) != 0)
+                        continue; /* root=UUID=, PARTLABEL=, /dev/...: what a copy carries, or a kernel name */
+                a.result[s] = anchor_spec(v, parts, n_parts, root_disk, &idx);
+                if (a.result[s] == BSG_ANCHOR_RESOLVED)
+                        a.part[s] = idx;
+        }
+        for (size_t r = 0; r < n_rauc; r++) {
+                enum bsg_anchor_result res = BSG_ANCHOR_NOT_FOUND;
+                for (size_t i = 0; rauc_devnums[r] && i < n_parts; i++) {
+                        if (parts[i].devnum != rauc_devnums[r])
+                                continue;
+                        res = !parts[i].disk ? BSG_ANCHOR_NO_DISK
+                              : parts[i].untrusted && !on_disk(&parts[i], root_disk) ? BSG_ANCHOR_HOTPLUG
+                                                                                     : BSG_ANCHOR_RESOLVED;
+                        if (res == BSG_ANCHOR_RESOLVED) {
+                                if (a.result[BSG_ANCHOR_RAUC] != BSG_ANCHOR_RESOLVED)
+                                        a.part[BSG_ANCHOR_RAUC] = i;
+                                anchor_add_disk(&a, parts[i].disk);
+                        }
+                        break;
+                }
+                /* one slot found is enough to call RAUC resolved; the worst of the rest otherwise */
+                if (a.result[BSG_ANCHOR_RAUC] != BSG_ANCHOR_RESOLVED &&
+                    (res == BSG_ANCHOR_RESOLVED || res > a.result[BSG_ANCHOR_RAUC]))
+                        a.result[BSG_ANCHOR_RAUC] = res;
+        }
+        for (size_t s = 0; s < BSG_ANCHOR_RAUC; s++)
+                if (a.result[s] == BSG_ANCHOR_RESOLVED)
+                        anchor_add_disk(&a, parts[a.part[s]].disk);
+        *ret = a;
+}

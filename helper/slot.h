@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 
@@ -31,6 +32,7 @@ struct bsg_partition {
         const char *disk;      /* the whole disk it is on (any fixed string per disk); NULL if unknown */
         bool untrusted;        /* not trusted storage (is_trusted_storage()): never the booted disk's witness, never
                                 * names the active slot */
+        dev_t devnum;          /* 0 if unknown (RAUC's device= entries match it) */
 };
 
 /* The partition that names the disk that booted: systemd-boot's LoaderDevicePartUUID (LOADER_PARTUUID,
@@ -42,6 +44,48 @@ int bsg_booted_partition(const char *cmdline, const char *loader_partuuid, const
 /* The partition root=PARTUUID= of CMDLINE names, if it is exactly one fixed partition: its disk holds
  * the booted root even when the ESP that booted is on another disk. Returns its index or -ENOENT. */
 int bsg_root_partition(const char *cmdline, const struct bsg_partition *parts, size_t n_parts);
+
+/* The trust anchor (issue 18 item 1): the disks the boot names. Each source names one partition:
+ * systemd-boot's LoaderDevicePartUUID, steamos.efi=/rd.steamos.efi= (the ESP), root=PARTUUID= (never
+ * root=UUID= or PARTLABEL=: a copy carries those), RAUC's device= entries (by device number). A
+ * PARTUUID is written by whoever wrote the partition table, a stick too: a source that matches
+ * partitions on more than one disk is ambiguous and anchors nothing, unless exactly one of them is on
+ * the disk that holds the mounted root (ROOT_DISK, may be NULL: the kernel opened that one). A match
+ * on hot-pluggable media (bsg_partition.untrusted here means: fails the fallback's class test) anchors
+ * nothing either, unless it is on ROOT_DISK (a system booted from a stick, after its root is
+ * mounted). */
+enum bsg_anchor_result {
+        BSG_ANCHOR_ABSENT,    /* the source does not name anything (no variable, no such parameter) */
+        BSG_ANCHOR_RESOLVED,  /* one partition on one disk */
+        BSG_ANCHOR_NOT_FOUND, /* names a partition no device carries (yet) */
+        BSG_ANCHOR_AMBIGUOUS, /* partitions on several disks carry the name */
+        BSG_ANCHOR_HOTPLUG,   /* only hot-pluggable media carries it */
+        BSG_ANCHOR_NO_DISK,   /* the partition's disk is unknown */
+};
+enum bsg_anchor_source {
+        BSG_ANCHOR_LOADER,      /* LoaderDevicePartUUID */
+        BSG_ANCHOR_STEAMOS_EFI, /* steamos.efi= */
+        BSG_ANCHOR_RD_STEAMOS_EFI, /* rd.steamos.efi= */
+        BSG_ANCHOR_ROOT,        /* root=PARTUUID= */
+        BSG_ANCHOR_RAUC,        /* RAUC system.conf device= (every slot's) */
+        _BSG_ANCHOR_SOURCE_MAX,
+};
+struct bsg_anchor {
+        enum bsg_anchor_result result[_BSG_ANCHOR_SOURCE_MAX];
+        /* RESOLVED: the partition's index (BSG_ANCHOR_RAUC: the first one's; every RAUC device's disk
+         * is in DISKS) */
+        size_t part[_BSG_ANCHOR_SOURCE_MAX];
+        const char *disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* the anchor disks (PARTS' disk strings), distinct */
+        size_t n_disks;
+};
+const char *bsg_anchor_source_name(enum bsg_anchor_source s);
+const char *bsg_anchor_result_name(enum bsg_anchor_result r);
+
+/* Resolves every source against PARTS. RAUC_DEVNUMS: the device numbers of RAUC's device= entries
+ * (0: not a block device), N_RAUC of them. Pure; never fails. */
+void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev_t *rauc_devnums, size_t n_rauc,
+                     const struct bsg_partition *parts, size_t n_parts, const char *root_disk,
+                     struct bsg_anchor *ret);
 
 /* The GUID of an EFI variable holding a UTF-16LE string (4 attribute bytes first, as efivarfs shows
  * it), as lower-case ASCII into RET (37 bytes). Returns 0 or -EINVAL. */

@@ -291,10 +291,12 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 goto fail;
         }
         /* flags (bit 0: partitioned whole disk, bit 1: fsid change in progress, bit 2: METADATA_UUID
-         * feature, and then the metadata_uuid follows; bit 3: zoned device); lines written before they existed end here */
+         * feature, and then the metadata_uuid follows; bit 3: zoned device; bit 4: the untrusted field is
+         * the device's class, the fallback's test (issue 18: else unknown, asked of sysfs); bit 5: a
+         * stacked device); lines written before they existed end here */
         uint64_t flags = 0;
         const char *q2 = p;
-        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 15)) {
+        if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 63)) {
                 r = -EINVAL;
                 goto fail;
         }
@@ -319,6 +321,8 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
         rec.fsid_changing = flags & 2;
         rec.metadata_uuid_feature = flags & 4;
         rec.zoned = flags & 8;
+        rec.class_known = flags & 16;
+        rec.stacked = flags & 32;
         *ret_rec = rec;
         return 0;
 fail:
@@ -345,7 +349,7 @@ static void record_write(FILE *f, const struct bsg_record *rec)
         fputc(' ', f);
         bsg_field_write(f, rec->devnode);
         fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0) |
-                                 (rec->zoned ? 8 : 0));
+                                 (rec->zoned ? 8 : 0) | (rec->class_known ? 16 : 0) | (rec->stacked ? 32 : 0));
         if (rec->metadata_uuid_feature) {
                 char mu[37];
                 bsg_uuid_format(rec->metadata_uuid, mu);
@@ -475,7 +479,8 @@ static void fill_state(FILE *f, const void *data)
         const struct bsg_state *state = data;
         fputs("# btrfs-scan-gate inventory v2: MAJ:MIN diskseq size kind(0 btrfs,1 invalid,2 not-btrfs,3 unknown) registered(1, 2: forget pending) "
               "devid num_devices generation seeding untrusted fsid dev_uuid partlabel partuuid storage_id disk devnode "
-              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned) [metadata_uuid]\n", f);
+              "flags(1 partitioned disk,2 fsid changing,4 metadata_uuid follows,8 zoned,16 untrusted is the class,32 stacked) "
+              "[metadata_uuid]\n", f);
         for (size_t i = 0; i < state->n; i++) {
                 record_write(f, &state->v[i]);
                 fputc('\n', f);

@@ -31,7 +31,11 @@ struct bsg_record {
         uint64_t diskseq; /* of the disk (a partition: its disk's); 0: unknown */
         uint64_t size;    /* bytes; 0: unknown */
         enum bsg_record_kind kind;
-        bool untrusted;
+        bool untrusted;   /* with class_known: not fixed storage by the fallback's class test (also: an
+                           * event's ID_BUS said USB); its trust in a run is decided from this, the
+                           * configuration and the boot (devices.h is_trusted_storage()) */
+        bool class_known; /* false: a line of an older helper (trust asked of sysfs) */
+        bool stacked;     /* dm/md: trust asked of sysfs (its slaves) */
         char *devnode;
         char *partlabel; /* NULL if none: the label the device's own event gave (udev env), kept for
                           * later invocations that see the device only through sysfs */

@@ -33,7 +33,7 @@ int run_boot(struct ctx *c)
         log_truncated_skip_list(c, &p);
         if (!c->dry_run) {
                 /* once per boot, in the journal: where trust came from */
-                char trust[512];
+                char trust[768];
                 trust_describe(c, trust, sizeof(trust));
                 bsg_log_journal(LOG_NOTICE, trust);
                 log_debug("%s", trust);
@@ -55,7 +55,7 @@ int run_boot(struct ctx *c)
                 record_all(c);
                 execute_plan(c, &p, lock_fd, NULL);
                 for (size_t i = 0; i < c->n; i++)
-                        log_decision(&c->e[i]);
+                        log_decision(c, &c->e[i]);
                 r = bsg_state_save(bsg_rundir_path(), &c->state);
                 if (r < 0) {
                         log_msg("cannot save the state file, ignoring: %s", strerror(-r));

@@ -226,6 +226,24 @@ int run_status(struct ctx *c)
                         putchar('}');
                 }
                 printf("]");
+                /* where trust came from (issue 18 item 1): the disks the boot names, or the fallback */
+                printf(",\n  \"trust\": {\"source\": ");
+                json_str(trust_source(c));
+                printf(", \"anchor\": {");
+                for (size_t s = 0, k = 0; s < _BSG_ANCHOR_SOURCE_MAX; s++) {
+                        if (c->anchor.result[s] == BSG_ANCHOR_ABSENT)
+                                continue;
+                        printf("%s", k++ ? ", " : "");
+                        json_str(bsg_anchor_source_name(s));
+                        printf(": ");
+                        json_str(bsg_anchor_result_name(c->anchor.result[s]));
+                }
+                printf("}, \"boot_disks\": [");
+                for (size_t i = 0; i < c->anchor.n_disks; i++) {
+                        printf("%s", i ? ", " : "");
+                        json_str(c->anchor.disks[i]);
+                }
+                printf("], \"trusted_disks\": %zu}", c->n_trusted_devnums);
                 printf(",\n  \"clone_policy\": \"%s\",\n  \"devices\": [",
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
                 bool first = true;
@@ -257,6 +275,8 @@ int run_status(struct ctx *c)
                                e->has_slot && c->have_active_slot ? json_bool(e->pd.slot_active) : "null",
                                bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason),
                                rec ? json_bool(rec->registered) : "null");
+                        printf(", \"trusted\": %s, \"trust\": ", json_bool(!e->pd.untrusted));
+                        json_str_or_null(e->trust_why);
                         printf(", \"checksum\": ");
                         json_str(parsed ? bsg_csum_type_name(d->sb.csum_type) : NULL);
                         printf(", \"checksum_state\": ");
@@ -296,15 +316,13 @@ int run_status(struct ctx *c)
                 printf("active slot: %s (from %s), clone policy %s\n", c->have_active_slot ? slot : "(unknown)",
                        bsg_slot_source_name(c->slot_source),
                        c->config.clone_policy == BSG_CLONE_ACTIVE ? "active" : "skip-all");
-                if (c->verbose) {
-                        char trust[512];
-                        trust_describe(c, trust, sizeof(trust));
-                        printf("%s\n", trust);
-                        for (size_t i = 0; i < c->devs.n; i++)
-                                if (c->devs.v[i].trust_why)
-                                        printf("trust: %s %s (%s)\n", c->devs.v[i].devnode,
-                                               c->devs.v[i].untrusted ? "untrusted" : "trusted", c->devs.v[i].trust_why);
-                }
+                char trust[768];
+                trust_describe(c, trust, sizeof(trust));
+                printf("%s\n", trust);
+                for (size_t i = 0; c->verbose && i < c->n; i++)
+                        if (order[i]->trust_why)
+                                printf("trust: %s %s (%s)\n", order[i]->devnode,
+                                       order[i]->pd.untrusted ? "untrusted" : "trusted", order[i]->trust_why);
                 printf("%-24s %-36s %5s %10s %-4s %-6s %-26s %s\n", "DEVICE", "FSID", "DEVID", "GENERATION", "SLOT",
                        "DECIDE", "REASON", "CHECKSUM");
                 for (size_t i = 0; i < c->n; i++) {

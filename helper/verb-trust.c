@@ -58,8 +58,7 @@ static bool impersonates_trusted(const struct ctx *c, dev_t self)
                         for (size_t k = 0; k < ELEMENTSOF(name_keys) && !match; k++)
                                 match = same_name(name_keys[k], mine[k], udev_device_get_property_value(dev, name_keys[k]));
                         bool by_config;
-                        if (match && devnum && devnum != self &&
-                            bsg_devnum_is_trusted(devnum, c->trusted_devnums, c->n_trusted_devnums, &by_config))
+                        if (match && devnum && devnum != self && bsg_devnum_is_trusted(devnum, &c->trust_in, &by_config))
                                 found = true;
                         udev_device_unref(dev);
                 }
@@ -72,21 +71,20 @@ static bool impersonates_trusted(const struct ctx *c, dev_t self)
 
 int run_trust(struct ctx *c)
 {
-        int r;
+        int r = gather_trust(c);
 
-        gather_trust_inputs(c);
-        r = bsg_devs_add_event(&c->devs, c->devnode);
         if (r < 0) {
                 /* nothing known of it: untrusted (fail closed) */
                 print_kv("BTRFS_SCAN_GATE_TRUSTED", "0");
                 return 0;
         }
-        bsg_devs_set_trust(&c->devs, c->trusted_devnums, c->n_trusted_devnums);
-        const struct bsg_dev *d = &c->devs.v[r];
-        print_kv("BTRFS_SCAN_GATE_TRUSTED", d->untrusted ? "0" : "1");
+        const struct entry *e = &c->e[r];
+        print_kv("BTRFS_SCAN_GATE_TRUSTED", e->pd.untrusted ? "0" : "1");
+        print_kv("BTRFS_SCAN_GATE_TRUST_SOURCE", trust_source(c));
         if (c->verbose)
-                log_msg_debug("%s: %s (%s)", d->devnode, d->untrusted ? "untrusted" : "trusted", d->trust_why);
-        if (d->untrusted && impersonates_trusted(c, d->devnum)) {
+                log_msg_debug("%s: %s (%s; trust from %s)", e->devnode, e->pd.untrusted ? "untrusted" : "trusted",
+                              e->trust_why, trust_source(c));
+        if (e->pd.untrusted && impersonates_trusted(c, e->devnum)) {
                 print_kv("UDISKS_IGNORE", "1");
                 /* 99-btrfs-scan-gate-late.rules puts it back after SteamOS's partsets rules */
                 print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");

@@ -193,7 +193,7 @@ int run_udev(struct ctx *c)
                         add_token(c->actions, sizeof(c->actions), "dry-run");
         } else if (acting) {
                 act(c, target, lock_fd, &ready);
-                log_decision(t);
+                log_decision(c, t);
         }
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");
@@ -230,6 +230,7 @@ int run_udev(struct ctx *c)
         bool inactive_clone = (t->v.reason == BSG_REASON_CLONE || t->v.reason == BSG_REASON_RAID_CLONE_INACTIVE) &&
                               t->v.decision == BSG_SKIP && t->has_slot && c->have_active_slot && !t->pd.slot_active;
         print_kv("BTRFS_SCAN_GATE_TRUSTED", t->pd.untrusted ? "0" : "1");
+        print_kv("BTRFS_SCAN_GATE_TRUST_SOURCE", trust_source(c));
         /* untrusted storage of its own (a stick nobody copied) stays visible to udisks; one that
          * carries a trusted device's partition name or PARTUUID does not */
         bool hidden = !bsg_verdict_may_own_links(&t->v) &&

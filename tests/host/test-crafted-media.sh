@@ -55,6 +55,11 @@ attach() { # attach FILE [OFFSET] -> prints the loop device
 # a private config and run directory: the host's /etc/btrfs-scan-gate.conf does not count
 printf 'clone_policy=skip-all\n' >"$work/gate.conf"
 export BTRFS_SCAN_GATE_CONFIG=$work/gate.conf BTRFS_SCAN_GATE_RUNDIR=$work/run
+# the boot names no disk here (not the host's: its command line and EFI variables would anchor trust
+# on the host's disk, and the cases below are about the fallback)
+printf 'BOOT_IMAGE=/vmlinuz root=UUID=00000000-0000-0000-0000-000000000000 ro\n' >"$work/cmdline"
+mkdir -p "$work/efivars"
+export BTRFS_SCAN_GATE_CMDLINE=$work/cmdline BTRFS_SCAN_GATE_EFIVARS=$work/efivars
 mkdir -p "$work/run"
 
 boot_dry() { # boot_dry OUT: the decisions of every device
@@ -141,7 +146,7 @@ listed "$work/untrusted.out" "$u1" || fail "$u1 not in the skip list: $(skip_lis
 "${wrapper[@]}" "$helper" -v status >"$work/untrusted-status.out" 2>&1 || fail "status failed"
 grep -q "^trust: $u1 untrusted (virtual device" "$work/untrusted-status.out" ||
     fail "status -v does not say why $u1 is untrusted: $(grep '^trust' "$work/untrusted-status.out" | head -3)"
-grep -q "^trust: 0 disk(s) named by trusted_disk=, and the fallback" "$work/untrusted-status.out" ||
+grep -q "^trust: from the fallback (the boot names no disk.*): 0 disk(s) named by trusted_disk=" "$work/untrusted-status.out" ||
     fail "status -v does not say that trust came from the fallback"
 DEVNAME=$u1 ID_PART_ENTRY_NAME=rootfs-B "${wrapper[@]}" "$helper" --dry-run udev "$u1" \
     >"$work/untrusted-udev.out" 2>"$work/untrusted-udev.err" || fail "udev --dry-run $u1 failed"

@@ -663,6 +663,8 @@ static void world_reset(Fixture *f)
         remove_tree(fs);
         remove_tree(f->rundir);
         g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        g_autofree char *efivars = g_build_filename(f->dir, "efivars", NULL);
+        remove_tree(efivars);
 
         kernel_reset();
         /* the fake control node; BTRFS_SCAN_GATE_CONTROL points at it as a second seam */
@@ -737,6 +739,8 @@ static char **helper_env(Fixture *f, const DevSpec *s)
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_CMDLINE", f->cmdline, TRUE);
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_MOUNTINFO", f->mountinfo, TRUE);
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_RUNDIR", f->rundir, TRUE);
+        g_autofree char *efivars = g_build_filename(f->dir, "efivars", NULL);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_EFIVARS", efivars, TRUE);
         if (s) {
                 /* udev runs programs with the event's properties in the environment */
                 ImageInfo info;
@@ -1306,9 +1310,168 @@ static void test_trust_id_bus_kept(Fixture *f, gconstpointer data)
         assert_skip_scan("/dev/sdk1");
 }
 
+/* Issue 18 item 1: trusted storage is an allowlist anchored on the disk the boot names. An MMC-type
+ * card (the fallback cannot tell it from eMMC: it passes as fixed storage) carrying a btrfs partition
+ * beside the internal disk sda. Whenever the boot names sda (root=PARTUUID=, LoaderDevicePartUUID,
+ * steamos.efi=), the card is untrusted: listed, never scanned. Where the boot names no disk
+ * (root=PARTLABEL=), or names it ambiguously (a second disk carries the same PARTUUID), trust comes
+ * from the fallback and `status` says so; a mounted root on sda settles the ambiguity. On main
+ * 683add4 the card was `scan unique` in every case. */
+static const DevSpec anchor_parts[] = {
+        {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+        {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A"},
+        {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B"},
+};
+static const DevSpec anchor_card = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "home"};
+#define SDA4_PARTUUID "00000fa0-0000-4000-8000-000000000004"
+#define SDA1_PARTUUID "00000fa0-0000-4000-8000-000000000001"
+
+static void anchor_world(Fixture *f)
+{
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add_all(f, anchor_parts, G_N_ELEMENTS(anchor_parts));
+        world_add(f, &anchor_card);
+        set_config(f, "slot_suffixes=-A,-B\n");
+}
+
+/* The card's decision after `boot` and its own event; the status line of the trust source. */
+static void anchor_check(Fixture *f, const char *want_decision, const char *want_source)
+{
+        const char *status_args[] = {"status", "--json", NULL};
+        Run r;
+
+        run_boot(f);
+        run_udev(f, &anchor_card, &r, FALSE);
+        g_test_message("card: %s %s, trust source %s", kv(&r, "BTRFS_SCAN_GATE_DECISION"),
+                       kv(&r, "BTRFS_SCAN_GATE_REASON"), kv(&r, "BTRFS_SCAN_GATE_TRUST_SOURCE"));
+        assert_kv(&r, "DECISION", want_decision);
+        assert_kv(&r, "TRUSTED", g_str_equal(want_decision, "skip") ? "0" : "1");
+        assert_kv(&r, "TRUST_SOURCE", want_source);
+        if (g_str_equal(want_decision, "skip"))
+                assert_kv(&r, "REASON", "untrusted");
+        run_clear(&r);
+        /* the internal disk stays trusted either way: its slots, its unique home */
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        assert_kv(&r, "SLOT", "A");
+        run_clear(&r);
+        run_helper(f, &r, status_args);
+        g_autofree char *want = g_strdup_printf("\"trust\": {\"source\": \"%s\"", want_source);
+        g_assert_nonnull(strstr(r.out, want));
+        run_clear(&r);
+        if (g_str_equal(want_decision, "skip"))
+                g_assert_cmpuint(kernel_count(NULL, "/dev/mmcblk2p1"), ==, 0);
+}
+
+static void test_trust_anchor_root(Fixture *f, gconstpointer data)
+{
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        anchor_check(f, "skip", "boot-disk");
+        assert_skip_scan("/dev/mmcblk2p1,/dev/sda4,/dev/sda5");
+}
+
+static void test_trust_anchor_fallback(Fixture *f, gconstpointer data)
+{
+        const char *status_args[] = {"status", NULL};
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        anchor_check(f, "scan", "fallback");
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.out, "trust: from the fallback"));
+        run_clear(&r);
+}
+
+static void efivar_write(Fixture *f, const char *ascii, gssize cut)
+{
+        g_autofree char *dir = g_build_filename(f->dir, "efivars", NULL);
+        g_autofree char *path =
+                g_build_filename(dir, "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", NULL);
+        GByteArray *b = g_byte_array_new();
+        const guint8 attr[4] = {7, 0, 0, 0}, zero = 0;
+        g_byte_array_append(b, attr, 4);
+        for (const char *p = ascii; *p; p++) {
+                g_byte_array_append(b, (const guint8 *)p, 1);
+                g_byte_array_append(b, &zero, 1);
+        }
+        g_byte_array_append(b, &zero, 1);
+        g_byte_array_append(b, &zero, 1);
+        write_file(path, b->data, cut >= 0 ? cut : (gssize)b->len);
+        g_byte_array_free(b, TRUE);
+}
+
+static void test_trust_anchor_efivar(Fixture *f, gconstpointer data)
+{
+        const char *status_args[] = {"status", NULL};
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        /* systemd-boot's variable names the ESP: its disk is the anchor */
+        efivar_write(f, "00000FA0-0000-4000-8000-000000000001", -1);
+        anchor_check(f, "skip", "boot-disk");
+        /* malformed (cut in the middle of a UTF-16 unit): said, ignored, the fallback decides */
+        remove_tree(f->rundir);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        efivar_write(f, "00000FA0-0000-4000-8000-000000000001", 4 + 2 * 20 + 1);
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.err, "not a partition GUID in UTF-16LE"));
+        g_assert_nonnull(strstr(r.out, "trust: from the fallback"));
+        run_clear(&r);
+        /* a variable that names no partition here: the fallback, nothing anchored */
+        efivar_write(f, "11111111-0000-4000-8000-000000000001", -1);
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.out, "trust: from the fallback"));
+        g_assert_nonnull(strstr(r.out, "LoaderDevicePartUUID not-found"));
+        run_clear(&r);
+        /* steamos.efi= names the ESP too */
+        g_autofree char *dir = g_build_filename(f->dir, "efivars", NULL);
+        remove_tree(dir);
+        remove_tree(f->rundir);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A steamos.efi=PARTUUID=" SDA1_PARTUUID);
+        kernel_reset();
+        anchor_check(f, "skip", "boot-disk");
+}
+
+/* A second fixed disk carries the root's PARTUUID (a dd copy of the partition table): root= names
+ * two disks, so it anchors neither (the fallback decides, said on stderr and in status) until the
+ * root is mounted from one of them. */
+static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
+{
+        static const DevSpec copy = {.node = "sdb4", .disk = "sdb", .partn = 4, .image = "seed",
+                                     .partuuid = SDA4_PARTUUID};
+        const char *status_args[] = {"status", NULL};
+        Run r;
+
+        anchor_world(f);
+        world_add(f, &copy);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        anchor_check(f, "scan", "fallback");
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.err, "root names partitions on more than one disk"));
+        g_assert_nonnull(strstr(r.out, "root ambiguous"));
+        run_clear(&r);
+        /* the kernel mounted the root from sda4: that disk is the one that booted */
+        const char *mounts[] = {"/dev/sda4", "/", NULL};
+        set_mountinfo(f, mounts);
+        kernel_mount(f, &anchor_parts[1]);
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.out, "trust: from the boot"));
+        run_clear(&r);
+        run_udev(f, &copy, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        run_clear(&r);
+}
+
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
  * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
- * so slot A is active and owns the links; B is demoted. */
+ * so slot A is active and owns the links; B is demoted. The boot names the ESP's and the root's disks
+ * only: the third disk is trusted because trusted_disk= names it (issue 18 item 1). */
 static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
 {
         static const DevSpec parts[] = {
@@ -1319,7 +1482,7 @@ static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
         Run r;
 
         world_add_all(f, parts, G_N_ELEMENTS(parts));
-        set_config(f, "slot_suffixes=-A,-B\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sdc\n");
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa1-0000-4000-8000-000000000001 ro "
                        "steamos.efi=PARTUUID=00000fa0-0000-4000-8000-000000000001");
         run_boot(f);
@@ -2624,6 +2787,10 @@ int main(int argc, char **argv)
         add("/helper/trust/classes", test_trust_classes);
         add("/helper/trust/stacked-verity", test_stacked_verity);
         add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
+        add("/helper/trust/anchor-root", test_trust_anchor_root);
+        add("/helper/trust/anchor-fallback", test_trust_anchor_fallback);
+        add("/helper/trust/anchor-efivar", test_trust_anchor_efivar);
+        add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

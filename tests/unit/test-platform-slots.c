@@ -315,6 +315,82 @@ static void booted_one(const struct booted_case *t)
         CHECK(bsg_booted_partition(t->cmdline, t->loader, t->parts, t->n) == t->index);
 }
 
+/* ---- the trust anchor: the disks the boot names (issue 18 item 1) -------------------------------- */
+
+/* disk0: the internal disk; disk1: a second fixed disk carrying a copy of disk0's root PARTUUID;
+ * usb: a stick (hot-pluggable by its class) carrying copies too; disk2: a RAUC slot disk */
+static const struct bsg_partition anchor_parts[] = {
+        {"/dev/vda1", "efi-A", P_ESP_A, NULL, "disk0", false, 0},
+        {"/dev/vda2", "rootfs-A", P_ROOT_A, NULL, "disk0", false, 0},
+        {"/dev/vdb2", "rootfs-A", P_ROOT_A, NULL, "disk1", false, 0},
+        {"/dev/sda1", "efi-A", "cccccccc-0000-0000-0000-000000000001", NULL, "usb", true, 0},
+        {"/dev/sda2", "x", "cccccccc-0000-0000-0000-000000000002", NULL, "usb", true, 0},
+        {"/dev/vdc1", "rootfs.1", "dddddddd-0000-0000-0000-000000000001", NULL, "disk2", false, 0x0fc1},
+        {"/dev/vdd1", "nodisk", "eeeeeeee-0000-0000-0000-000000000001", NULL, NULL, false, 0},
+};
+
+struct anchor_case {
+        const char *name;
+        const char *cmdline, *loader;
+        size_t n_parts;       /* a prefix of anchor_parts */
+        dev_t rauc;           /* one RAUC device= number, 0: none */
+        const char *root_disk;
+        const char *disks;    /* the anchor disks, ','-joined in order; "" none */
+        enum bsg_anchor_result loader_r, root_r;
+};
+
+static const struct anchor_case anchor_cases[] = {
+        {"loader", "quiet", P_ESP_A, 2, 0, NULL, "disk0", BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
+        {"loader-upper-case", "quiet", "AAAAAAAA-0000-0000-0000-000000000001", 2, 0, NULL, "disk0",
+         BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
+        {"nothing-names-a-disk", "root=UUID=" P_ROOT_A, NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        {"root-partlabel-is-no-anchor", "root=PARTLABEL=rootfs-A", NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_ABSENT},
+        {"root-path-is-no-anchor", "root=/dev/vda2", NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        {"root-unique", "root=PARTUUID=" P_ROOT_A, NULL, 2, 0, NULL, "disk0", BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
+        /* a second disk carries the root's PARTUUID: ambiguous, neither is the anchor */
+        {"root-on-two-disks", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_AMBIGUOUS},
+        /* ... unless the root is mounted from one of them */
+        {"root-on-two-disks-mounted", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, "disk0", "disk0", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_RESOLVED},
+        {"root-on-two-disks-mounted-elsewhere", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, "disk9", "", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_AMBIGUOUS},
+        /* an ambiguous root= does not undo an unambiguous ESP */
+        {"loader-and-ambiguous-root", "root=PARTUUID=" P_ROOT_A, P_ESP_A, 3, 0, NULL, "disk0", BSG_ANCHOR_RESOLVED,
+         BSG_ANCHOR_AMBIGUOUS},
+        /* only a stick carries it: no anchor, unless the root is mounted from the stick */
+        {"stick-only", "root=PARTUUID=cccccccc-0000-0000-0000-000000000002", NULL, 5, 0, NULL, "", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_HOTPLUG},
+        {"stick-booted-and-mounted", "root=PARTUUID=cccccccc-0000-0000-0000-000000000002", NULL, 5, 0, "usb", "usb",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
+        {"not-found", "root=PARTUUID=ffffffff-0000-0000-0000-000000000000", "ffffffff-0000-0000-0000-000000000001", 7,
+         0, NULL, "", BSG_ANCHOR_NOT_FOUND, BSG_ANCHOR_NOT_FOUND},
+        {"no-disk", "root=PARTUUID=eeeeeeee-0000-0000-0000-000000000001", NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_NO_DISK},
+        /* the ESP and the root on two disks: both anchor */
+        {"esp-and-root", "steamos.efi=PARTUUID=" P_ESP_A " root=PARTUUID=dddddddd-0000-0000-0000-000000000001", NULL,
+         7, 0, NULL, "disk0,disk2", BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
+        {"rauc-device", "quiet", NULL, 7, 0x0fc1, NULL, "disk2", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        {"rauc-and-loader", "quiet", P_ESP_A, 7, 0x0fc1, NULL, "disk2,disk0", BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
+        {"nothing", NULL, NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+};
+
+static void anchor_one(const struct anchor_case *t)
+{
+        struct bsg_anchor a;
+        char got[128] = "";
+
+        check_case = t->name;
+        bsg_boot_anchor(t->cmdline, t->loader, &t->rauc, t->rauc ? 1 : 0, anchor_parts, t->n_parts, t->root_disk, &a);
+        for (size_t i = 0; i < a.n_disks; i++) {
+                size_t l = strlen(got);
+                snprintf(got + l, sizeof(got) - l, "%s%s", i ? "," : "", a.disks[i]);
+        }
+        CHECK_STREQ(got, t->disks);
+        CHECK(a.result[BSG_ANCHOR_LOADER] == t->loader_r);
+        CHECK(a.result[BSG_ANCHOR_ROOT] == t->root_r);
+}
+
 /* ---- root=/steamos.efi= name the active slot only through trusted storage (issue 18 case 2) ---- */
 
 #define P_ROOT_B "aaaaaaaa-0000-0000-0000-00000000000b"
@@ -382,6 +458,8 @@ static const struct efivar_case efivar_cases[] = {
         {"short", "4A67B082-0A4C", false, NULL},
         {"not-hex", "4A67B082-0A4C-41CF-B6C7-440B29BB8CXX", false, NULL},
         {"cut-in-the-middle", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", true, NULL},
+        {"not-ascii", "4A67B082-0A4C-41CF-B6C7-440B29BB8C" "\xc4" "F", false, NULL},
+        {"empty", "", false, NULL},
 };
 
 static void efivar_one(const struct efivar_case *t)
@@ -411,6 +489,8 @@ int main(void)
                 booted_one(&booted_cases[i]);
         for (size_t i = 0; i < sizeof(spec_cases) / sizeof(spec_cases[0]); i++)
                 spec_one(&spec_cases[i]);
+        for (size_t i = 0; i < sizeof(anchor_cases) / sizeof(anchor_cases[0]); i++)
+                anchor_one(&anchor_cases[i]);
         for (size_t i = 0; i < sizeof(efivar_cases) / sizeof(efivar_cases[0]); i++)
                 efivar_one(&efivar_cases[i]);
         for (size_t i = 0; i < sizeof(rauc_cases) / sizeof(rauc_cases[0]); i++)

@@ -57,6 +57,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->blkid_uuid_sub);
         free(d->blkid_label);
         free(d->raw);
+        free(d->part_table);
 }
 
 void bsg_devs_free(struct bsg_devs *d)
@@ -324,6 +325,8 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
         /* a partition's disk is the directory above it in sysfs */
         snprintf(disk, sizeof(disk), "%s", name);
         d->partition = uevent_value(uevent, "DEVTYPE", v, sizeof(v)) && streq(v, "partition");
+        if (d->partition && uevent_value(uevent, "PARTN", v, sizeof(v)))
+                d->partn = (unsigned)strtoul(v, NULL, 10);
         if (d->partition) {
                 char *slash = strrchr(link, '/');
                 if (slash) {
@@ -861,6 +864,34 @@ found:
         return (int)(d - devs->v);
 }
 
+void bsg_devs_add_table_partuuids(struct bsg_devs *devs)
+{
+        for (size_t i = 0; i < devs->n; i++) {
+                const struct bsg_dev *disk = &devs->v[i];
+                if (!disk->part_table || !disk->syspath)
+                        continue;
+                size_t l = strlen(disk->syspath);
+                for (size_t k = 0; k < devs->n; k++) {
+                        struct bsg_dev *p = &devs->v[k];
+                        /* a partition's sysfs path is its disk's plus "/NAME" */
+                        if (!p->partition || p->partuuid || !p->partn || !p->syspath ||
+                            strncmp(p->syspath, disk->syspath, l) != 0 || p->syspath[l] != '/' ||
+                            strchr(p->syspath + l + 1, '/'))
+                                continue;
+                        for (const char *line = disk->part_table; *line;) {
+                                unsigned n;
+                                char uuid[64];
+                                if (sscanf(line, "%u %63s", &n, uuid) == 2 && n == p->partn) {
+                                        p->partuuid = strdup(uuid); /* NULL on ENOMEM: unknown, as before */
+                                        break;
+                                }
+                                line += strcspn(line, "\n");
+                                line += *line == '\n';
+                        }
+                }
+        }
+}
+
 const char *bsg_sysname_of_devnum(dev_t devnum, char *buf, size_t size)
 {
         char path[64];
@@ -1002,6 +1033,7 @@ int bsg_devs_add_event(struct bsg_devs *devs, const char *devnode)
 
 struct read_record {
         uint32_t index;
+        uint32_t kind;  /* 0: the superblock; 1: the partition table ("PARTN UUID" lines in buf) */
         int32_t result; /* bytes read or -errno */
         uint8_t buf[BSG_SUPER_SIZE];
 };
@@ -1022,7 +1054,37 @@ static ssize_t write_all(int fd, const void *p, size_t len)
         return (ssize_t)done;
 }
 
-/* The child: one open and one pread per device, results streamed into the pipe. */
+/* The partition table of the whole disk open at FD, as libblkid reads it (GPT or MBR): "PARTN UUID"
+ * lines into OUT. Returns their length. */
+static size_t probe_table(int fd, char *out, size_t size)
+{
+        blkid_probe pr = blkid_new_probe();
+        size_t len = 0;
+
+        if (!pr)
+                return 0;
+        if (blkid_probe_set_device(pr, fd, 0, 0) == 0) {
+                blkid_probe_enable_superblocks(pr, 0);
+                blkid_probe_enable_partitions(pr, 1);
+                blkid_partlist ls = blkid_probe_get_partitions(pr);
+                int n = ls ? blkid_partlist_numof_partitions(ls) : 0;
+                for (int i = 0; i < n; i++) {
+                        blkid_partition p = blkid_partlist_get_partition(ls, i);
+                        const char *u = p ? blkid_partition_get_uuid(p) : NULL;
+                        if (isempty(u))
+                                continue;
+                        int w = snprintf(out + len, size - len, "%d %s\n", blkid_partition_get_partno(p), u);
+                        if (w < 0 || (size_t)w >= size - len)
+                                break;
+                        len += (size_t)w;
+                }
+        }
+        blkid_free_probe(pr);
+        return len;
+}
+
+/* The child: one open and one pread per device, results streamed into the pipe; a disk marked
+ * probe_table has its partition table read on the same descriptor, sent as a second record. */
 _Noreturn static void read_child(int out, const struct bsg_devs *devs, size_t first)
 {
         static struct read_record rec;
@@ -1045,10 +1107,19 @@ _Noreturn static void read_child(int out, const struct bsg_devs *devs, size_t fi
                                 n = pread(fd, rec.buf, sizeof(rec.buf), BSG_SUPER_OFFSET);
                         while (n < 0 && errno == EINTR);
                         rec.result = n < 0 ? -errno : (int32_t)n;
-                        close(fd);
                 }
                 if (write_all(out, &rec, sizeof(rec)) < 0)
                         _exit(1);
+                if (fd >= 0 && devs->v[i].probe_table) {
+                        memset(&rec, 0, sizeof(rec));
+                        rec.index = (uint32_t)i;
+                        rec.kind = 1;
+                        rec.result = (int32_t)probe_table(fd, (char *)rec.buf, sizeof(rec.buf));
+                        if (write_all(out, &rec, sizeof(rec)) < 0)
+                                _exit(1);
+                }
+                if (fd >= 0)
+                        close(fd);
         }
         _exit(0);
 }
@@ -1171,6 +1242,12 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
                 }
                 if (have < sizeof(rec))
                         break; /* EOF: the child is done */
+                if (rec.kind == 1) {
+                        if (rec.index < devs->n && rec.result > 0 && (size_t)rec.result < sizeof(rec.buf) &&
+                            !devs->v[rec.index].part_table)
+                                devs->v[rec.index].part_table = strndup((const char *)rec.buf, (size_t)rec.result);
+                        continue;
+                }
                 if (rec.index < devs->n && !done[rec.index]) {
                         done[rec.index] = true;
                         classify(&devs->v[rec.index], rec.buf, rec.result);

@@ -21,6 +21,9 @@ struct bsg_dev {
         char *partlabel; /* ID_PART_ENTRY_NAME or the kernel's PARTNAME; NULL if none */
         char *partuuid;  /* ID_PART_ENTRY_UUID (udev database, or the uevent file where it has it) */
         bool partition;  /* DEVTYPE=partition */
+        unsigned partn;  /* PARTN of a partition (its number in its disk's table); 0 unknown */
+        bool probe_table; /* a whole disk: read its partition table too (libblkid), for PARTUUIDs */
+        char *part_table; /* what that found: "PARTN UUID" lines; NULL if not read or nothing */
         /* its class, gathered once (bsg_devs_set_class()) and kept in its inventory record: the
          * fallback's test, which needs neither the configuration nor the boot */
         bool class_known;
@@ -152,6 +155,10 @@ bool bsg_devnum_held(dev_t devnum);
 /* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
  * directory with a "partition" file), for a device known only from its inventory record. */
 bool bsg_devnum_partitioned_disk(dev_t devnum);
+
+/* Gives every partition whose PARTUUID is unknown the one its disk's partition table (read with
+ * probe_table) says. */
+void bsg_devs_add_table_partuuids(struct bsg_devs *devs);
 
 /* Reads the superblock of every device not marked skip_read, each exactly once (one pread of 4 KiB at
  * 64 KiB), in a child process; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.

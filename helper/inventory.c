@@ -803,6 +803,27 @@ static void add_unseen(struct ctx *c, const char *text, dev_t target)
                 }
 }
 
+/* The boot names a partition by PARTUUID (root=, steamos.efi=, LoaderDevicePartUUID): a whole disk
+ * with a partition whose PARTUUID nothing gave yet (`boot` and the first coldplug run before udev's
+ * database has any) has its partition table read with its superblock, so that the disk the boot
+ * names is found from the disk itself (issue 18 item 1). */
+static void mark_table_probes(struct ctx *c)
+{
+        if (!c->loader_partuuid[0] && !(c->cmdline && strstr(c->cmdline, "PARTUUID=")))
+                return;
+        for (size_t i = 0; i < c->devs.n; i++) {
+                struct bsg_dev *disk = &c->devs.v[i];
+                if (!disk->partitioned || disk->skip_read || !disk->syspath)
+                        continue;
+                size_t l = strlen(disk->syspath);
+                for (size_t k = 0; k < c->devs.n && !disk->probe_table; k++) {
+                        const struct bsg_dev *p = &c->devs.v[k];
+                        disk->probe_table = p->partition && !p->partuuid && p->syspath &&
+                                            strncmp(p->syspath, disk->syspath, l) == 0 && p->syspath[l] == '/';
+                }
+        }
+}
+
 static void log_reads(struct ctx *c)
 {
         for (size_t i = 0; i < c->devs.n; i++) {
@@ -878,6 +899,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                         c->doubt_all = true;
                 }
                 r = bsg_devs_find_or_add(&c->devs, c->devnode);
+                mark_table_probes(c);
         } else
                 r = bsg_devs_add_event(&c->devs, c->devnode);
         if (r < 0)
@@ -904,6 +926,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                 log_msg("cannot read the superblock: %s", strerror(-r));
                 add_error(c, "read-failed");
         }
+        bsg_devs_add_table_partuuids(&c->devs);
         if (full)
                 bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
         else if (d->parse_result == 0 && d->partition && !d->partlabel)
@@ -964,11 +987,13 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
                         c->devs = (struct bsg_devs){0};
                         c->doubt_all = true;
                 }
+                mark_table_probes(c);
                 r = bsg_devs_read_all(&c->devs, SIZE_MAX, c->read_deadline);
                 if (r < 0) {
                         log_msg("cannot read superblocks: %s", strerror(-r));
                         add_error(c, "read-failed");
                 }
+                bsg_devs_add_table_partuuids(&c->devs);
                 /* labels and bus of the btrfs devices from the udev database; of every device when
                  * root= names a partition by PARTUUID, which only the database knows */
                 bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));

@@ -41,3 +41,37 @@ truncate -s 64M "$work/esp"
 mkfs.vfat -F 32 -n ESP "$work/esp" >>"$log" 2>&1
 keep "$work/esp" esp
 echo "fixtures made in $out" >>"$log"
+
+# gpt: a 128 KiB whole disk with a GPT naming partitions 1, 4 and 5 by the PARTUUIDs the suite gives
+# sda1, sda4 and sda5 (issue 18 item 1: a first coldplug finds the disk the boot names from the
+# disk's own partition table, before udev's database has any PARTUUID)
+python3 - "$out/gpt.img.tmp" <<'PY'
+import struct, sys, uuid, zlib
+size, sector = 128 * 1024, 512
+last = size // sector - 1
+img = bytearray(size)
+# protective MBR
+img[446 + 4] = 0xEE
+img[446 + 8:446 + 16] = struct.pack("<II", 1, min(last, 0xFFFFFFFF))
+img[510:512] = b"\x55\xaa"
+linux = uuid.UUID("0fc63daf-8483-4772-8e79-3d69d8477de4").bytes_le
+entries = bytearray(128 * 128)
+for i, (n, first) in enumerate(((1, 34), (4, 40), (5, 46))):
+    u = uuid.UUID("00000fa0-0000-4000-8000-%012d" % n).bytes_le
+    entries[(n - 1) * 128:(n - 1) * 128 + 56] = linux + u + struct.pack("<QQQ", first, first + 5, 0)
+img[2 * sector:2 * sector + len(entries)] = entries
+hdr = struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x00010000, 92, 0, 0, 1, last, 34, last - 33,
+                  uuid.UUID("00000fa0-0000-4000-8000-0000000000d0").bytes_le, 2, 128, 128,
+                  zlib.crc32(bytes(entries)) & 0xFFFFFFFF)
+hdr = hdr[:16] + struct.pack("<I", zlib.crc32(hdr) & 0xFFFFFFFF) + hdr[20:]
+img[sector:sector + 92] = hdr
+# the backup header and entries at the end, as a real GPT has them
+img[(last - 32) * sector:(last - 32) * sector + len(entries)] = entries
+bak = struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x00010000, 92, 0, 0, last, 1, 34, last - 33,
+                  uuid.UUID("00000fa0-0000-4000-8000-0000000000d0").bytes_le, last - 32, 128, 128,
+                  zlib.crc32(bytes(entries)) & 0xFFFFFFFF)
+bak = bak[:16] + struct.pack("<I", zlib.crc32(bak) & 0xFFFFFFFF) + bak[20:]
+img[last * sector:last * sector + 92] = bak
+open(sys.argv[1], "wb").write(img)
+PY
+mv "$out/gpt.img.tmp" "$out/gpt.img"

@@ -1468,6 +1468,53 @@ static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
         run_clear(&r);
 }
 
+/* The first coldplug (no `boot`, no udev database: the kernel's uevent files carry no PARTUUID) with
+ * the card's event first: root=PARTUUID= is found in sda's own partition table (libblkid), so the
+ * card is already untrusted; `boot` alike. Without the partition table read the root's PARTUUID is
+ * unknown at that point and the fallback trusts the card. */
+static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
+{
+        static const DevSpec disk = {.node = "sda", .image = "gpt"};
+        static const DevSpec parts[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp", .kernel_uevent = TRUE},
+                {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs", .partlabel = "rootfs-A",
+                 .kernel_uevent = TRUE},
+                {.node = "sda5", .disk = "sda", .partn = 5, .image = "rootfs", .partlabel = "rootfs-B",
+                 .kernel_uevent = TRUE},
+        };
+        static const DevSpec card = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "home",
+                                     .kernel_uevent = TRUE};
+        const char *status_args[] = {"-v", "status", NULL};
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add(f, &disk);
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &card);
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        run_udev(f, &card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "untrusted");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/mmcblk2p1"), ==, 0);
+        run_helper(f, &r, status_args);
+        g_assert_nonnull(strstr(r.out, "trust: from the boot"));
+        g_assert_nonnull(strstr(r.out, "trust: /dev/mmcblk2p1 untrusted (not on the disk that booted)"));
+        g_assert_nonnull(strstr(r.out, "trust: /dev/sda4 trusted (on the disk that booted)"));
+        run_clear(&r);
+        /* `boot` before coldplug: the same from the partition table */
+        remove_tree(f->rundir);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        kernel_reset();
+        run_boot(f);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/mmcblk2p1"), ==, 0);
+        g_autofree char *list = skip_scan_contents();
+        g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
+}
+
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
  * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
  * so slot A is active and owns the links; B is demoted. The boot names the ESP's and the root's disks
@@ -2791,6 +2838,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-fallback", test_trust_anchor_fallback);
         add("/helper/trust/anchor-efivar", test_trust_anchor_efivar);
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
+        add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

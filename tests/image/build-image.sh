@@ -101,6 +101,12 @@ for u in serial-getty@.service getty@.service getty-static.service e2scrub_reap.
 done
 mkdir -p "$tree/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' >"$tree/etc/systemd/journald.conf.d/bsg-image.conf"
+# the SteamOS partitions are spread over three disks here (so that PCI order can be permuted); the boot
+# names the disks of the root and of the ESP only, and trusted storage is what the boot or the
+# configuration names (issue 18 item 1): the slot disks are named by their serials (lib.sh)
+printf '%s\n' '# the image: every disk of the A/B set (by serial; never by label or PARTUUID)' \
+    trusted_disk=/dev/disk/by-id/virtio-bsg-sys trusted_disk=/dev/disk/by-id/virtio-bsg-a \
+    trusted_disk=/dev/disk/by-id/virtio-bsg-b >"$tree/etc/btrfs-scan-gate.conf"
 
 # chroot work (update-initramfs inside the image root) in a private mount namespace
 in_root() {

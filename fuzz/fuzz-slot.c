@@ -1,11 +1,12 @@
-/* libFuzzer target: the slot logic (helper/slot.c) with the config and command-line parsers it
- * sits on. Input: NUL-separated fields  CONFIG \0 CMDLINE \0 ROOT_DEVNODE \0 LABEL... (missing
+/* libFuzzer target: the slot logic and the trust anchor (helper/slot.c) with the config and
+ * command-line parsers it sits on. Input: NUL-separated fields  CONFIG \0 CMDLINE \0 ROOT_DEVNODE \0 LABEL... (missing
  * fields are empty). The labels become partitions /dev/fuzzN (partlabel LABEL, partuuid and fsuuid
  * derived from N). Properties: every slot written is a NUL-terminated name of [A-Z0-9_.-] shorter
  * than BSG_SLOT_MAX, a label's base plus its suffix is the label, a successful lookup names a
  * source, and bsg_slot_normalize() is idempotent. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         .partlabel = field[3 + i][0] ? field[3 + i] : NULL,
                         .partuuid = uuids[i],
                         .fsuuid = uuids[i],
+                        .disk = i % 4 == 3 ? NULL : i % 2 ? "disk1" : "disk0",
+                        .untrusted = i % 3 == 2,
+                        .devnum = (dev_t)(i + 1),
                 };
                 char slot[BSG_SLOT_MAX], base[256];
                 memset(slot, 0x5a, sizeof(slot));
@@ -88,6 +92,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(strcmp(bsg_slot_source_name(source), "none") != 0);
         } else
                 CHECK(r == -ENOENT);
+
+        /* the trust anchor (issue 18 item 1): ROOT_DEVNODE stands in for LoaderDevicePartUUID; every
+         * anchor disk is a disk of a partition, and every resolved source names a partition on one */
+        struct bsg_anchor anchor;
+        const dev_t rauc[2] = {1, 3};
+        bsg_boot_anchor(field[1], field[2], rauc, 2, parts, np, np > 1 ? "disk1" : NULL, &anchor);
+        CHECK(anchor.n_disks <= sizeof(anchor.disks) / sizeof(anchor.disks[0]));
+        for (size_t i = 0; i < anchor.n_disks; i++) {
+                bool found = false;
+                for (size_t k = 0; k < np && !found; k++)
+                        found = parts[k].disk && strcmp(parts[k].disk, anchor.disks[i]) == 0;
+                CHECK(found);
+        }
+        for (size_t s = 0; s < _BSG_ANCHOR_SOURCE_MAX; s++)
+                if (anchor.result[s] == BSG_ANCHOR_RESOLVED)
+                        CHECK(anchor.part[s] < np && parts[anchor.part[s]].disk);
+        CHECK(strcmp(bsg_anchor_source_name(BSG_ANCHOR_ROOT), "root") == 0);
 
         /* normalisation of each raw field */
         for (size_t i = 0; i < nf; i++) {

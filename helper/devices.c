@@ -765,6 +765,28 @@ static void dev_set_class(struct bsg_dev *d)
         }
 }
 
+int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked)
+{
+        struct bsg_dev d = {0};
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        int r;
+
+        if (!name)
+                return -ENODEV;
+        r = dev_from_sysfs(&d, name);
+        if (r <= 0) {
+                dev_done(&d);
+                return r < 0 ? r : -ENODEV;
+        }
+        dev_set_class(&d);
+        *ret_fixed = d.class_fixed;
+        *ret_why = d.class_why;
+        *ret_stacked = d.stacked;
+        dev_done(&d);
+        return 0;
+}
+
 void bsg_devs_set_class(struct bsg_devs *devs)
 {
         for (size_t i = 0; i < devs->n; i++)

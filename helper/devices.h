@@ -114,6 +114,10 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
  * ID_BUS). Reads sysfs. */
 void bsg_devs_set_class(struct bsg_devs *devs);
 
+/* The class of the device DEVNUM from sysfs (what bsg_devs_set_class() sets), for an inventory record
+ * of an older helper. Returns 0, -ENODEV (no such device), -ENOMEM. */
+int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked);
+
 /* is_trusted_storage() from sysfs alone, of a device known by its number only: false if sysfs has no
  * such device. */
 bool bsg_devnum_is_trusted(dev_t devnum, const struct bsg_trust_inputs *in, bool *ret_by_config);

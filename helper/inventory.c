@@ -572,6 +572,18 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
+                /* a record of an older helper has no class: asked of sysfs once, and kept */
+                if (!rec->class_known) {
+                        bool fixed, stacked;
+                        const char *why;
+                        if (bsg_devnum_class(rec->devnum, &fixed, &why, &stacked) == 0) {
+                                rec->class_known = true;
+                                /* what it said before (its whole trust, ID_BUS included) only narrows it */
+                                rec->untrusted = rec->untrusted || !fixed;
+                                rec->stacked = stacked;
+                                c->state.changed = true;
+                        }
+                }
                 /* its class as its own read found it; its trust is this run's (the configuration and
                  * the boot may have changed since the record was made): decided below */
                 e->trust = (struct bsg_trust_facts){

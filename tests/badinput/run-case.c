@@ -364,6 +364,7 @@ static void setup(Case *c, char *directives)
         int npatch = 0;
         char *control = "file", *skipscan = "file", *rundir = "dir";
         char *config = NULL, *state = NULL, *cmdline = "root=/dev/sda1\\squiet", *mountinfo = "";
+        char *efivar = NULL; /* systemd-boot's LoaderDevicePartUUID: bytes, or @dir (unreadable) */
         size_t longlen = 0;
         char *envd[16];
         int nenvd = 0;
@@ -430,6 +431,8 @@ static void setup(Case *c, char *directives)
                         cmdline = v;
                 else if (!strcmp(d, "mountinfo") && v)
                         mountinfo = v;
+                else if (!strcmp(d, "efivar") && v)
+                        efivar = v;
                 else if (!strcmp(d, "env") && v && nenvd < 16)
                         envd[nenvd++] = v; /* applied once $DEV is known */
                 else if (!strcmp(d, "loopclone"))
@@ -583,6 +586,23 @@ static void setup(Case *c, char *directives)
                 free(u);
         }
         env_setf(c, "BTRFS_SCAN_GATE_CMDLINE=%s", p);
+
+        /* the EFI variables: the case's own directory, never the host's */
+        snprintf(p, sizeof(p), "%s/efivars", tdir);
+        if (mkdir(p, 0755) < 0)
+                die("mkdir %s: %s", p, strerror(errno));
+        env_setf(c, "BTRFS_SCAN_GATE_EFIVARS=%s", p);
+        if (efivar) {
+                snprintf(p, sizeof(p), "%s/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", tdir);
+                if (!strcmp(efivar, "@dir")) {
+                        if (mkdir(p, 0755) < 0)
+                                die("mkdir %s: %s", p, strerror(errno));
+                } else {
+                        u = unescape(efivar, &len);
+                        write_file(p, u, len);
+                        free(u);
+                }
+        }
 
         snprintf(p, sizeof(p), "%s/mountinfo", tdir);
         u = unescape(mountinfo, &len);

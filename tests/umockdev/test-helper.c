@@ -1515,6 +1515,72 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
+/* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
+static void inventory_clear_flags(Fixture *f, unsigned bits)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "devices", NULL);
+        g_autofree char *text = read_file(path);
+        g_assert_nonnull(text);
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        GString *out = g_string_new(NULL);
+        for (int i = 0; lines[i]; i++) {
+                if (lines[i][0] == '\0')
+                        continue;
+                g_auto(GStrv) f2 = g_strsplit(lines[i], " ", -1);
+                if (lines[i][0] != '#' && g_strv_length(f2) > 17) {
+                        unsigned flags = (unsigned)strtoul(f2[17], NULL, 10) & ~bits;
+                        g_free(f2[17]);
+                        f2[17] = g_strdup_printf("%u", flags);
+                }
+                g_autofree char *line = g_strjoinv(" ", f2);
+                g_string_append_printf(out, "%s\n", line);
+        }
+        write_file(path, out->str, -1);
+        g_string_free(out, TRUE);
+}
+
+/* Whether every device line of the inventory has flag BIT. */
+static gboolean inventory_all_flag(Fixture *f, unsigned bit)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "devices", NULL);
+        g_autofree char *text = read_file(path);
+        g_auto(GStrv) lines = g_strsplit(text ? text : "", "\n", -1);
+        guint n = 0;
+        for (int i = 0; lines[i]; i++) {
+                if (lines[i][0] == '\0' || lines[i][0] == '#')
+                        continue;
+                g_auto(GStrv) f2 = g_strsplit(lines[i], " ", -1);
+                if (g_strv_length(f2) <= 17 || !(strtoul(f2[17], NULL, 10) & bit))
+                        return FALSE;
+                n++;
+        }
+        return n > 0;
+}
+
+/* An inventory an older helper wrote (no class in its lines) is still decided with the anchor, and
+ * each line gets its class once (from sysfs), so later events do not ask sysfs again. */
+static void test_trust_old_inventory(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        run_boot(f);
+        g_assert_true(inventory_all_flag(f, 16));
+        inventory_clear_flags(f, 16 | 32);
+        g_assert_false(inventory_all_flag(f, 16));
+        next_action = "change";
+        run_udev(f, &anchor_parts[2], &r, FALSE);
+        next_action = "add";
+        assert_kv(&r, "TRUSTED", "1");
+        run_clear(&r);
+        g_assert_true(inventory_all_flag(f, 16));
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+}
+
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
  * so that PCI order can be permuted): the root that root=PARTUUID= names is on the booted disks too,
  * so slot A is active and owns the links; B is demoted. The boot names the ESP's and the root's disks
@@ -2839,6 +2905,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-efivar", test_trust_anchor_efivar);
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
+        add("/helper/trust/old-inventory", test_trust_old_inventory);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

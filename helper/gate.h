@@ -140,6 +140,18 @@ int gather_trust(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
 
+/* trust.c (issue 18 item 1) */
+/* The device numbers trusted_disk= names and their disks; sets c->trust_in (without the anchor). */
+void load_trusted_disks(struct ctx *c);
+/* systemd-boot's LoaderDevicePartUUID into c->loader_partuuid ("" if none, unreadable or malformed:
+ * the last two said). */
+void load_loader_partuuid(struct ctx *c);
+/* Marks the whole disks whose partition tables the reads must take too (the boot names a PARTUUID
+ * and a partition of the disk has none yet). */
+void mark_table_probes(struct ctx *c);
+/* The anchor over the entries, then every entry's trust (e->pd.untrusted, e->trust_why). */
+void decide_trust(struct ctx *c);
+
 /* plan.c (pure) */
 void plan_decide(struct entry *e, size_t n, enum bsg_clone_policy clone_policy);
 /* The sorted skip list of the verdicts. Returns 0, -E2BIG (truncated list, *ret_dropped says how

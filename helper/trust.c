@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Trust (issue 18 item 1), in one file: what it is decided from (the disks trusted_disk= names, the
+ * EFI variable, the partition tables the boot's PARTUUIDs are looked up in), the anchor (the disks the
+ * boot names, bsg_boot_anchor() over the entries, once per run), and every entry's trust from those
+ * and its class (is_trusted_storage()). I/O only to gather; deciding is devices.c and slot.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gate.h"
+#include "util.h"
+
+/* The device numbers of the disks trusted_disk= names (a path that is no block device now names
+ * nothing: said in verbose mode). */
+void load_trusted_disks(struct ctx *c)
+{
+        for (size_t i = 0; i < c->config.n_trusted_disks; i++) {
+                struct stat st;
+                if (stat(c->config.trusted_disks[i], &st) < 0 || !S_ISBLK(st.st_mode)) {
+                        log_debug("trusted_disk=%s: no block device, ignoring", c->config.trusted_disks[i]);
+                        continue;
+                }
+                c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
+                char *disk = bsg_disk_of_devnum(st.st_rdev);
+                if (disk)
+                        c->named_disks[c->n_named_disks++] = disk;
+        }
+        c->trust_in = (struct bsg_trust_inputs){
+                .named = c->trusted_devnums,
+                .n_named = c->n_trusted_devnums,
+                .named_disks = (const char *const *)c->named_disks,
+                .n_named_disks = c->n_named_disks,
+        };
+}
+
+const char *trust_source(const struct ctx *c)
+{
+        return c->anchor.n_disks ? "boot-disk" : "fallback";
+}
+
+/* What each source of the anchor said, "root=ambiguous, LoaderDevicePartUUID=resolved", into BUF. */
+static void anchor_sources(const struct ctx *c, char *buf, size_t size)
+{
+        buf[0] = '\0';
+        for (size_t s = 0; s < _BSG_ANCHOR_SOURCE_MAX; s++) {
+                if (c->anchor.result[s] == BSG_ANCHOR_ABSENT)
+                        continue;
+                size_t l = strlen(buf);
+                snprintf(buf + l, size - l, "%s%s %s", l ? ", " : "", bsg_anchor_source_name(s),
+                         bsg_anchor_result_name(c->anchor.result[s]));
+        }
+}
+
+void trust_describe(const struct ctx *c, char *buf, size_t size)
+{
+        char sources[256];
+
+        anchor_sources(c, sources, sizeof(sources));
+        if (c->anchor.n_disks)
+                snprintf(buf, size,
+                         "trust: from the boot: %zu disk(s) the boot names (%s), %zu disk(s) named by trusted_disk=, "
+                         "dm/md over them; everything else is untrusted",
+                         c->anchor.n_disks, sources, c->n_trusted_devnums);
+        else
+                snprintf(buf, size,
+                         "trust: from the fallback (the boot names no disk%s%s%s): %zu disk(s) named by trusted_disk=, "
+                         "and fixed storage (not removable, USB, FireWire, SD card, Thunderbolt/USB4, loop, nbd or "
+                         "another virtual device; dm/md only over trusted storage)",
+                         sources[0] ? ": " : "", sources, sources[0] ? "" : " it can find", c->n_trusted_devnums);
+}
+
+#define LOADER_DEVICE_PARTUUID "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+
+/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, then a UTF-16LE GUID): absent is
+ * nothing; unreadable or malformed is said and left out (the disk that booted is then not known from
+ * it, never guessed). */
+void load_loader_partuuid(struct ctx *c)
+{
+        _cleanup_free_ char *efivar = NULL;
+        char path[PATH_MAX];
+        size_t len = 0;
+        int r;
+
+        c->loader_partuuid[0] = '\0';
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", bsg_efivars_path(), LOADER_DEVICE_PARTUUID) >= sizeof(path))
+                return;
+        r = bsg_read_file(path, 256, &efivar, &len);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return;
+        if (r < 0) {
+                log_msg("cannot read %s, ignoring it (the disk that booted is not known from it): %s", path,
+                        strerror(-r));
+                return;
+        }
+        if (bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid) < 0) {
+                c->loader_partuuid[0] = '\0';
+                log_msg("%s: not a partition GUID in UTF-16LE (%zu bytes), ignoring it (the disk that booted is "
+                        "not known from it)", path, len);
+        }
+}
+
+/* The disk the mounted root is on (its source's entry), or NULL. */
+static const char *mounted_root_disk(const struct ctx *c)
+{
+        struct stat st;
+        bool have_st = c->root_source && stat(c->root_source, &st) == 0 && S_ISBLK(st.st_mode);
+
+        for (size_t i = 0; c->root_source && i < c->n; i++)
+                if (streq_ptr(c->e[i].devnode, c->root_source) || (have_st && c->e[i].devnum == st.st_rdev))
+                        return c->e[i].disk;
+        return NULL;
+}
+
+/* The anchor (the disks the boot names), once per run, then every entry's trust from it, the
+ * configuration and the entry's class (is_trusted_storage()). */
+void decide_trust(struct ctx *c)
+{
+        _cleanup_free_ struct bsg_partition *parts = calloc(c->n + 1, sizeof(*parts));
+
+        if (parts) {
+                for (size_t i = 0; i < c->n; i++) {
+                        const struct entry *e = &c->e[i];
+                        parts[i] = (struct bsg_partition){
+                                .devnode = e->devnode,
+                                .partlabel = e->partlabel,
+                                .partuuid = e->partuuid,
+                                .disk = e->disk && e->disk[0] ? bsg_disk_key(e->disk) : NULL,
+                                /* here: hot-pluggable by its class (unknown: taken for hot-pluggable) */
+                                .untrusted = !e->trust.class_fixed,
+                                .devnum = e->devnum,
+                        };
+                }
+                const char *root_disk = mounted_root_disk(c);
+                bsg_boot_anchor(c->cmdline, c->loader_partuuid, c->rauc_rdev, c->rauc_rdev ? c->rauc.n : 0, parts,
+                                c->n, root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
+        } else {
+                /* out of memory: no anchor, the fallback decides (as where the boot names no disk) */
+                log_msg("cannot work out the disk that booted, trust from the fallback: %s", strerror(ENOMEM));
+                add_error(c, "out-of-memory");
+                c->anchor = (struct bsg_anchor){0};
+        }
+        /* a name that a second disk or hot-pluggable media carries too anchors nothing: said (the
+         * trust verb, run for every device without btrfs, leaves it to the btrfs events) */
+        for (size_t s = 0; c->verb != VERB_TRUST && s < _BSG_ANCHOR_SOURCE_MAX; s++) {
+                if (c->anchor.result[s] == BSG_ANCHOR_AMBIGUOUS)
+                        log_msg("%s names partitions on more than one disk (a copy of its partition table?): not "
+                                "used to find the disk that booted",
+                                bsg_anchor_source_name(s));
+                else if (c->anchor.result[s] == BSG_ANCHOR_HOTPLUG)
+                        log_msg("%s names a partition on hot-pluggable media only: not used to find the disk that "
+                                "booted",
+                                bsg_anchor_source_name(s));
+                else if (c->anchor.result[s] == BSG_ANCHOR_NOT_FOUND || c->anchor.result[s] == BSG_ANCHOR_NO_DISK)
+                        log_debug("%s: no partition carries it (yet)", bsg_anchor_source_name(s));
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < c->anchor.n_disks; i++)
+                if ((c->anchor_disks[n] = strdup(c->anchor.disks[i])))
+                        n++;
+        if (n < c->anchor.n_disks) {
+                /* a disk left out would be untrusted: fail closed, said */
+                log_msg("cannot keep the disks that booted: %s", strerror(ENOMEM));
+                add_error(c, "out-of-memory");
+        }
+        c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
+        c->trust_in.n_anchor = n;
+        for (size_t i = 0; i < c->n; i++) {
+                struct entry *e = &c->e[i];
+                bool by_config;
+                e->pd.untrusted = !is_trusted_storage(&e->trust, &c->trust_in, &e->trust_why, &by_config);
+                if (e->dev >= 0) {
+                        struct bsg_dev *d = &c->devs.v[e->dev];
+                        d->untrusted = e->pd.untrusted;
+                        d->trust_why = e->trust_why;
+                        d->trust_by_config = by_config;
+                }
+        }
+}
+
+/* The boot names a partition by PARTUUID (root=, steamos.efi=, LoaderDevicePartUUID): a whole disk
+ * with a partition whose PARTUUID nothing gave yet (`boot` and the first coldplug run before udev's
+ * database has any) has its partition table read with its superblock, so that the disk the boot
+ * names is found from the disk itself (issue 18 item 1). */
+void mark_table_probes(struct ctx *c)
+{
+        if (!c->loader_partuuid[0] && !(c->cmdline && strstr(c->cmdline, "PARTUUID=")))
+                return;
+        for (size_t i = 0; i < c->devs.n; i++) {
+                struct bsg_dev *disk = &c->devs.v[i];
+                if (!disk->partitioned || disk->skip_read || !disk->syspath)
+                        continue;
+                size_t l = strlen(disk->syspath);
+                for (size_t k = 0; k < c->devs.n && !disk->probe_table; k++) {
+                        const struct bsg_dev *p = &c->devs.v[k];
+                        disk->probe_table = p->partition && !p->partuuid && p->syspath &&
+                                            strncmp(p->syspath, disk->syspath, l) == 0 && p->syspath[l] == '/';
+                }
+        }
+}

@@ -1515,6 +1515,49 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
+/* A desktop booted by systemd-boot (the ESP on sda names the anchor) whose root is a btrfs RAID1 over
+ * sda2 and sdb1, named root=UUID=: the member on the second internal disk is trusted as a member of
+ * the multi-device root on fixed storage, so the root assembles in the initramfs; without root=UUID=
+ * naming it, that disk is untrusted like any disk the boot does not name. */
+static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
+{
+        static const DevSpec devs[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "raid-1", .partlabel = "root1"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "raid-2", .partlabel = "root2"},
+        };
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add_all(f, devs, G_N_ELEMENTS(devs));
+        world_add(f, &anchor_card);
+        set_config(f, "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
+        run_boot(f);
+        assert_registry("/dev/sda2,/dev/sdb1");
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        assert_kv(&r, "TRUSTED", "1");
+        assert_kv(&r, "DECISION", "scan");
+        g_assert_cmpstr(kv(&r, "ID_BTRFS_READY"), ==, "1");
+        run_clear(&r);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        run_clear(&r);
+        /* the root named otherwise: the second disk is just a disk the boot does not name */
+        remove_tree(f->rundir);
+        g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
+        kernel_reset();
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root1 ro");
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "removable-clone"); /* untrusted, with the fsid of trusted storage */
+        run_clear(&r);
+}
+
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
 static void inventory_clear_flags(Fixture *f, unsigned bits)
 {
@@ -2906,6 +2949,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
+        add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

@@ -17,7 +17,7 @@
 #
 # Needs root (loop devices). The helper and `btrfs device scan` act on the host kernel: only on
 # the loop devices made here, which are forgotten (`btrfs device scan --forget DEV`) and detached at
-# exit. The helper gets a private RUNDIR, an empty config and a fixed command line. Output: the
+# exit. The helper gets a private RUNDIR, a config naming the loop devices (trusted_disk=) and a fixed command line. Output: the
 # table on stdout and in OUT/results.md (default OUT: /var/tmp/bench/run); logs under OUT/logs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,9 +83,13 @@ say "loop devices: clones $A $B, unique $U"
 dd if="$work/clone-a.img" of="$work/superblock.bin" bs=4096 skip=16 count=1 status=none
 
 mkdir -p "$work/run"
-: >"$work/empty.conf"
+# loop devices are untrusted storage unless the configuration names them (issue 18): named, so that
+# the unique filesystem is scanned as on a disk; the boot names no disk (no EFI variables either)
+printf 'trusted_disk=%s\n' "$A" "$B" "$U" >"$work/bench.conf"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/bench-none rw quiet" >"$work/cmdline"
-export BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_CONFIG=$work/empty.conf BTRFS_SCAN_GATE_CMDLINE=$work/cmdline
+mkdir -p "$work/efivars"
+export BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_CONFIG=$work/bench.conf BTRFS_SCAN_GATE_CMDLINE=$work/cmdline \
+    BTRFS_SCAN_GATE_EFIVARS=$work/efivars
 for d in "$A" "$B" "$U"; do "$H" udev "$d" >"$logs/helper-warm-${d##*/}.out" 2>&1; done
 decision() { grep -m1 '^BTRFS_SCAN_GATE_DECISION=' "$logs/helper-warm-${1##*/}.out" | cut -d= -f2; }
 # the measured events are `change` events: the device is read and (unique) handed to the kernel

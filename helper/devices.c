@@ -20,6 +20,7 @@
 
 #include "devices.h"
 #include "kernel.h"
+#include "stack.h"
 #include "util.h"
 
 static inline void udev_unrefp(struct udev **p)
@@ -51,7 +52,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->partuuid);
         free(d->storage_id);
         free(d->disk);
-        free(d->sole_slave);
+        free(d->data_slave);
         free(d->blkid_type);
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
@@ -253,14 +254,32 @@ static bool has_holders(const char *name)
         return held;
 }
 
-/* The one entry of NAME's slaves/ directory into BUF; false if none, several, or too long. */
-static bool sole_slave(const char *name, char *buf, size_t size)
+/* The slave NAME stores its data on, into BUF: for a device-mapper device the one device its table
+ * stores data on (dm-verity's data device, not its hash device: bsg_dm_table_data_device()), and
+ * only if it is one of its slaves; for another stacked device (md) the one entry of its slaves/
+ * directory. False if none, several, unknown or too long: then it stands for no partition. */
+static bool data_slave(const char *name, dev_t devnum, char *buf, size_t size)
 {
         char path[PATH_MAX];
         struct dirent *de;
         size_t n = 0;
         DIR *dir;
 
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/dm", name) < sizeof(path) &&
+            access(path, F_OK) == 0) {
+                _cleanup_free_ char *table = NULL;
+                char link[PATH_MAX];
+                size_t len = 0;
+                dev_t data;
+                if (bsg_dm_table(devnum, &table, &len) < 0 || bsg_dm_table_data_device(table, len, &data) < 0)
+                        return false;
+                const char *slave = bsg_sysname_of_devnum(data, link, sizeof(link));
+                if (!slave || (size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves/%s", name, slave) >=
+                                      sizeof(path) ||
+                    access(path, F_OK) < 0)
+                        return false;
+                return (size_t)snprintf(buf, size, "%s", slave) < size;
+        }
         if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
             !(dir = opendir(path)))
                 return false;
@@ -269,6 +288,60 @@ static bool sole_slave(const char *name, char *buf, size_t size)
                         n = 2;
         closedir(dir);
         return n == 1;
+}
+
+int bsg_stale_members(const char *sysname, char **ret_list)
+{
+        _cleanup_udev_ struct udev *udev = NULL;
+        _cleanup_free_ char *list = NULL;
+        char path[PATH_MAX];
+        struct dirent *de;
+        size_t len = 0;
+        DIR *dir;
+
+        if (!sysname || (size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", sysname) >= sizeof(path))
+                return -EINVAL;
+        list = strdup("");
+        if (!list)
+                return -ENOMEM;
+        dir = opendir(path);
+        if (!dir) {
+                *ret_list = TAKE_PTR(list);
+                return 0;
+        }
+        while ((de = readdir(dir))) {
+                struct udev_device *dev;
+                const char *reason, *node;
+                if (de->d_name[0] == '.')
+                        continue;
+                if (!udev && !(udev = udev_new()))
+                        break;
+                dev = udev_device_new_from_subsystem_sysname(udev, "block", de->d_name);
+                if (!dev)
+                        continue;
+                reason = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_REASON");
+                node = udev_device_get_devnode(dev);
+                /* udevadm trigger gets these as arguments: never a blank or an option */
+                if (!isempty(reason) && !streq(reason, "held") && node && node[0] == '/' &&
+                    !node[strspn(node, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.:+-")]) {
+                        size_t nl = strlen(node);
+                        char *nv = realloc(list, len + nl + 2);
+                        if (!nv) {
+                                udev_device_unref(dev);
+                                closedir(dir);
+                                return -ENOMEM;
+                        }
+                        list = nv;
+                        if (len)
+                                list[len++] = ' ';
+                        memcpy(list + len, node, nl + 1);
+                        len += nl;
+                }
+                udev_device_unref(dev);
+        }
+        closedir(dir);
+        *ret_list = TAKE_PTR(list);
+        return 0;
 }
 
 bool bsg_devnum_held(dev_t devnum)
@@ -359,11 +432,11 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read = true;
                 d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
         }
-        /* a stacked device over exactly one slave (dm-verity, dm-crypt, dm-linear over a partition):
-         * it stands for that partition (its slot) */
+        /* a stacked device that stores its data on one slave (dm-verity over its data partition,
+         * dm-crypt, dm-linear over a partition or a disk): it stands for that slave (its slot) */
         char slave[256];
-        if (sole_slave(name, slave, sizeof(slave))) {
-                if (!(d->sole_slave = strdup(slave)))
+        if (data_slave(name, d->devnum, slave, sizeof(slave))) {
+                if (!(d->data_slave = strdup(slave)))
                         return -ENOMEM;
                 /* its slot is its slave partition's (the kernel's PARTNAME), its disk the slave's */
                 char slave_uevent[4096], slave_link[PATH_MAX];

@@ -30,7 +30,9 @@ struct bsg_dev {
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
         bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
-        char *sole_slave; /* a dm/md device over exactly one slave: its kernel name; else NULL */
+        char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
+                           * device, not its hash device), or an md device over one slave: its kernel
+                           * name; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -106,6 +108,12 @@ int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, co
 /* The device numbers of every block device (the names of /sys/dev/block: one readdir, no device
  * opened), in directory order. *ret_devnums is a new array of *ret_n entries. Returns 0 or -errno. */
 int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n);
+
+/* The members (slaves/) of the stacked device SYSNAME whose udev database entry still carries a
+ * decision of this helper other than `held`: decided before the device was stacked on them (a dm
+ * device created while udevd runs sends no event for its slaves). Their device nodes, blank-separated,
+ * in a new string *RET_LIST (empty if none); only names of safe bytes. Returns 0 or -errno. */
+int bsg_stale_members(const char *sysname, char **ret_list);
 
 /* Whether DEVNUM has holders (a device known only from its inventory record). */
 bool bsg_devnum_held(dev_t devnum);

@@ -13,6 +13,7 @@
 #include "gate.h"
 #include "skiplist.h"
 #include "superblock.h"
+#include "devices.h"
 #include "util.h"
 
 /* Value escaping for udev: bytes outside a safe set become \xHH (as udev's *_ENC properties). */
@@ -240,6 +241,12 @@ int run_udev(struct ctx *c)
                  * UDISKS_IGNORE=1 back after later rules that set it (SteamOS's partsets rules) */
                 print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");
         }
+        /* a stacked device (dm-verity over rootfs-A): members decided before it was stacked on them
+         * are re-announced (the rules send them a change event), so their properties and links follow */
+        _cleanup_free_ char *stale = NULL;
+        if (d->sysname && bsg_stale_members(d->sysname, &stale) >= 0 && !isempty(stale))
+                /* device nodes of safe bytes (bsg_stale_members()); blank-separated for RUN+= */
+                printf("BTRFS_SCAN_GATE_STALE_MEMBERS=%s\n", stale);
         if (lock_fd >= 0)
                 close(lock_fd);
         return 0;

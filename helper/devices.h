@@ -109,11 +109,25 @@ int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, co
  * opened), in directory order. *ret_devnums is a new array of *ret_n entries. Returns 0 or -errno. */
 int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n);
 
-/* The members (slaves/) of the stacked device SYSNAME whose udev database entry still carries a
- * decision of this helper other than `held`: decided before the device was stacked on them (a dm
- * device created while udevd runs sends no event for its slaves). Their device nodes, blank-separated,
- * in a new string *RET_LIST (empty if none); only names of safe bytes. Returns 0 or -errno. */
-int bsg_stale_members(const char *sysname, char **ret_list);
+/* The gate's properties in the udev database entry of block device DEVNUM (what its last event
+ * printed): DECISION, REASON, SLOT_ACTIVE ("" where unset), and its kernel name. Returns 1 if the
+ * entry carries a decision, 0 if not (no event decided it yet), -errno. */
+struct bsg_udev_record {
+        char decision[16], reason[48], slot_active[4], sysname[256];
+};
+int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret);
+
+/* Asks the kernel for a `change` uevent of block device NAME, marked (SYNTH_ARG_BSG=reannounced in
+ * the event's environment) so that the event it starts never re-announces others. Appends
+ * "change UUID BSG=reannounced" to its sysfs uevent file. Returns 0 or -errno. */
+int bsg_sysfs_reannounce(const char *name);
+
+/* The device numbers of the members (slaves/) of the stacked device SYSNAME, at most MAX into RET.
+ * Returns how many. */
+size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max);
+
+/* The device-mapper name of block device DEVNUM (sysfs dm/name) into BUF; NULL if it is none. */
+const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size);
 
 /* Whether DEVNUM has holders (a device known only from its inventory record). */
 bool bsg_devnum_held(dev_t devnum);

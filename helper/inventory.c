@@ -174,11 +174,22 @@ static void find_active_slot(struct ctx *c)
                 paths[0] = root_arg;
         for (size_t k = 0; k < ELEMENTSOF(paths); k++) {
                 struct stat st;
-                if (!paths[k] || paths[k][0] != '/' || stat(paths[k], &st) < 0 || !S_ISBLK(st.st_mode))
+                if (!paths[k] || paths[k][0] != '/')
                         continue;
-                for (size_t i = 0; i < c->n; i++)
-                        if (c->e[i].devnum == st.st_rdev && !streq(paths[k], c->e[i].devnode))
-                                parts[i].alias = paths[k];
+                if (stat(paths[k], &st) == 0 && S_ISBLK(st.st_mode)) {
+                        for (size_t i = 0; i < c->n; i++)
+                                if (c->e[i].devnum == st.st_rdev && !streq(paths[k], c->e[i].devnode))
+                                        parts[i].alias = paths[k];
+                } else if (strncmp(paths[k], "/dev/mapper/", 12) == 0 && paths[k][12]) {
+                        /* udev makes the /dev/mapper link at the end of the dm device's own event:
+                         * that event finds its name in sysfs (dm/name) */
+                        for (size_t i = 0; i < c->n; i++) {
+                                char name[256];
+                                if (c->e[i].devnum && bsg_dm_name_of_devnum(c->e[i].devnum, name, sizeof(name)) &&
+                                    streq(name, paths[k] + 12))
+                                        parts[i].alias = paths[k];
+                        }
+                }
         }
         c->have_active_slot = bsg_active_slot(&c->config, c->cmdline, parts, c->n, c->root_source,
                                               c->active_slot, &c->slot_source) >= 0;

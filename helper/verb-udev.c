@@ -13,7 +13,6 @@
 #include "gate.h"
 #include "skiplist.h"
 #include "superblock.h"
-#include "devices.h"
 #include "util.h"
 
 /* Value escaping for udev: bytes outside a safe set become \xHH (as udev's *_ENC properties). */

@@ -4,10 +4,11 @@
 # first dm device, over the rootfs-A partition, hash tree on the second disk, built on the host by
 # veritysetup), a dm-linear `home` over the home partition (a unique btrfs) and a dm-linear `data` over
 # a whole disk (serial data, no partition table, a unique btrfs), root=/dev/mapper/rootA.
-# Orders: (1) both dm devices created with udev sync while udevd runs (as an initramfs leaves them),
+# Orders: (1) the dm devices created with udev sync while udevd runs (as an initramfs leaves them),
 # then the unit's boot and udevd's coldplug (trigger --action=add); (2) change events
 # of the partitions first, then of the dm devices; (3) the dm devices first; (4) the dm devices
-# removed, the partitions' events, then both created again while udevd runs (udev sync).
+# removed, the partitions' events, then created again while udevd runs (udev sync); (5) with
+# clone_policy=active, partitions first and dm first: rootA is then `scan clone`, registered.
 # In each: the partitions under dm are `skip held` (listed), never registered, get no slot; rootA is
 # decided (skip clone of rootfs-B, SLOT_ACTIVE=1) and owns by-uuid, by-label and
 # by-slot/active/rootfs; rootfs-B is the inactive slot; home's and data's dm devices are `scan
@@ -97,13 +98,19 @@ verity_check() {
     sys_props "$dev"
     log "$what: $dev (rootA): fs=$P_ID_FS_TYPE decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT base=$P_BTRFS_SCAN_GATE_SLOT_BASE slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE udisks-ignore=$P_UDISKS_IGNORE"
     want ID_FS_TYPE btrfs
-    want BTRFS_SCAN_GATE_DECISION skip
+    want BTRFS_SCAN_GATE_DECISION $ROOTA_DECISION
     want BTRFS_SCAN_GATE_REASON clone
     want BTRFS_SCAN_GATE_SLOT A
     want BTRFS_SCAN_GATE_SLOT_ACTIVE 1
     want UDISKS_IGNORE -
-    case ",$skip," in *",$VD,"* | *",/dev/mapper/rootA,"*) ;; *) bad "$what: $VD not in skip_scan: $skip" ;; esac
-    [ "$(sys_registered "$VD")" = no ] || bad "$what: $VD (rootA) is registered"
+    if [ "$ROOTA_DECISION" = skip ]; then
+        case ",$skip," in *",$VD,"* | *",/dev/mapper/rootA,"*) ;; *) bad "$what: $VD not in skip_scan: $skip" ;; esac
+        [ "$(sys_registered "$VD")" = no ] || bad "$what: $VD (rootA) is registered"
+    else
+        # clone_policy=active: the active copy is scanned, and it is the verity device
+        case ",$skip," in *",$VD,"* | *",/dev/mapper/rootA,"*) bad "$what: $VD in skip_scan: $skip" ;; esac
+        [ "$(sys_registered "$VD")" = yes ] || bad "$what: $VD (rootA) is not registered"
+    fi
     dev=$PB
     sys_props "$dev"
     want BTRFS_SCAN_GATE_DECISION skip
@@ -128,10 +135,12 @@ verity_check() {
     for link in /dev/disk/by-slot/*/*; do
         case $(target "$link") in "$PA" | "$PH" | "$DATADISK") bad "$what: $link points at a device under dm" ;; esac
     done
-    grep -q "^$VD .* A *skip *clone" /tmp/status.txt || bad "$what: status: $(grep "^$VD " /tmp/status.txt), expected slot A skip clone"
+    grep -q "^$VD .* A *$ROOTA_DECISION *clone" /tmp/status.txt || bad "$what: status: $(grep "^$VD " /tmp/status.txt), expected slot A $ROOTA_DECISION clone"
     grep -q "^active slot: A" /tmp/status.txt || bad "$what: status: $(grep '^active slot' /tmp/status.txt), expected A"
     tlog "$what: checked ($(wc -l </tmp/bad) failed checks so far)"
 }
+
+ROOTA_DECISION=skip # clone_policy skip-all (the default) until step 5
 
 # 1. as an initramfs leaves them: udevd runs and the dm devices are created with udev sync (their
 # udev records carry DM_UDEV_PRIMARY_SOURCE_FLAG, without which Debian's 55-dm.rules disables the
@@ -177,6 +186,22 @@ must udevadm settle --timeout=60
 # (observation: the dm devices' events sent change events to the stale members and copies)
 log "dm-created-late: rootA's event: $(sys_prop "$VD" BTRFS_SCAN_GATE_ACTION), home's: $(sys_prop "$HD" BTRFS_SCAN_GATE_ACTION), data's: $(sys_prop "$DD" BTRFS_SCAN_GATE_ACTION)"
 verity_check dm-created-late
+
+# 5. clone_policy=active (the issue's report: the raw partition was scanned as the active copy): the
+# verity device is the active copy and is scanned; the partition under it still never is; the
+# partitions' events first, then the dm devices', then the dm devices first
+echo "clone_policy=active" >/etc/btrfs-scan-gate.conf
+ROOTA_DECISION=scan
+must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
+must udevadm settle --timeout=60
+must udevadm trigger --action=change --subsystem-match=block --sysname-match='dm-*'
+must udevadm settle --timeout=60
+verity_check active-partitions-first
+must udevadm trigger --action=change --subsystem-match=block --sysname-match='dm-*'
+must udevadm settle --timeout=60
+must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
+must udevadm settle --timeout=60
+verity_check active-dm-first
 
 # rootA (read-only), rootfs-B (virtual_fsid) and home, at once
 mkdir -p /ra /rb /home /data

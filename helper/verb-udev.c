@@ -166,7 +166,11 @@ static void reannounce_stale(struct ctx *c, const struct entry *t, const struct 
         dev_t members[16];
         size_t n_members = 0;
 
-        if (why && streq(why, "reannounced"))
+        const char *devname = getenv("DEVNAME");
+
+        /* a replay never replays others; nor does the rules' second call of a dm device (RUN+= with
+         * its /dev/mapper name), which comes after the first asked for the same events */
+        if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)))
                 return;
         if (d->sysname)
                 n_members = bsg_slaves_devnums(d->sysname, members, ELEMENTSOF(members));

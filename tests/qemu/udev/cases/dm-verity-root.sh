@@ -15,13 +15,15 @@
 # unique`, registered, and own by-uuid of their filesystems (a dm-linear over a trusted disk is the
 # same storage, never a clone of its slave). Then rootA mounts read-only, rootfs-B with virtual_fsid,
 # home and data plainly, all at once.
-# Fails on main 683add4 (measured 2026-12-06, 36 failed checks, in every order): rootA gets no slot
+# Fails on main 683add4 (measured 2026-12-06 with this case: 58 failed checks, in all six steps; 36
+# in the four steps of the first version, without the data disk and step 5): rootA gets no slot
 # (SLOT=-, SLOT_ACTIVE unset: dm-verity has two slaves, the data partition and the hash disk, and a
 # slot came only from a sole slave), status says "active slot: (unknown) (from none)" with
 # root=/dev/mapper/rootA (the path was compared with /dev/dm-0), rootfs-B has no SLOT_ACTIVE, no
 # by-slot link exists; with the dm devices' events first, by-uuid and by-label of rootfs go to
 # rootfs-B; when the dm devices are created while udevd runs, the partitions keep their earlier
-# decisions (rootfs-A `skip clone SLOT=A`, home `scan unique`). Passes since the helper reads the dm
+# decisions (rootfs-A `skip clone SLOT=A`, home and the data disk `scan unique`); with
+# clone_policy=active rootA is `skip clone`, listed and unregistered. Passes since the helper reads the dm
 # table (DM_TABLE_STATUS: verity's data device gives the slot), matches root=/dev/mapper/NAME by
 # device number or sysfs dm/name, and re-announces members and copies whose udev record is stale.
 # Not covered: dm devices created before udevd starts (no udev sync: Debian's 55-dm.rules disables

@@ -1514,6 +1514,44 @@ static void test_stacked_verity_two_slaves(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/dm-0") + kernel_count("DEVICES_READY", "/dev/dm-0"), >=, 1);
 }
 
+/* The slot of a dm device comes from its data slave's partition only over trusted storage: a dm-crypt
+ * (the table says so) over a stick partition named rootfs-A, with root=/dev/mapper/stickroot, has no
+ * slot, names no active slot, is untrusted and never scanned; the internal copies keep theirs. */
+static void test_stacked_untrusted_no_slot(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+                {.node = "sde1", .disk = "sde", .partn = 1, .partlabel = "rootfs-A", .removable = TRUE},
+        };
+        static const DevSpec dm = {.node = "dm-3", .image = "rootfs"};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &dm);
+        const char *p_dm = g_hash_table_lookup(f->syspaths, "dm-3");
+        umockdev_testbed_set_attribute(tb, p_dm, "dm/name", "stickroot\n");
+        /* the stick stays under virtual/block (removable): the link goes there */
+        g_autofree char *target = g_strdup_printf("../../../../../virtual/block/sde/sde1");
+        umockdev_testbed_set_attribute_link(tb, p_dm, "slaves/sde1", target);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sde1"), "holders/dm-3", "");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-3"), 0, "crypt aes-xts-plain64 :64:logon:x 0 4004:1 4096");
+        set_config(f, "slot_suffixes=-A,-B\nclone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/stickroot ro");
+        run_udev(f, &dm, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "SLOT", "");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+        run_clear(&r);
+        run_udev(f, &parts[0], &r, FALSE);
+        assert_kv(&r, "SLOT", "A");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE")); /* the stick named no active slot */
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/dm-3") + kernel_count("DEVICES_READY", "/dev/dm-3"), ==, 0);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sde1") + kernel_count("DEVICES_READY", "/dev/sde1"), ==, 0);
+}
+
 /* Issue 18 case 3: an ID_BUS an event taught is kept in the inventory. `boot` saw a disk on a path
  * that looks fixed; its `add` event says ID_BUS=usb (entry current: not read again). The next whole
  * set decision (`reconcile`, from the inventory) must still take it for untrusted: never scanned. */
@@ -2867,6 +2905,7 @@ int main(int argc, char **argv)
         add("/helper/trust/classes", test_trust_classes);
         add("/helper/trust/stacked-verity", test_stacked_verity);
         add("/helper/trust/stacked-verity-two-slaves", test_stacked_verity_two_slaves);
+        add("/helper/trust/stacked-untrusted-no-slot", test_stacked_untrusted_no_slot);
         add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);

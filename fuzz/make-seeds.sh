@@ -5,13 +5,14 @@
 #   OUT_DIR/cmdline/     example kernel command lines
 #   OUT_DIR/skiplist/    example skip_scan lists
 #   OUT_DIR/slot/        CONFIG NUL CMDLINE NUL ROOT NUL LABEL... (see fuzz-slot.c)
+#   OUT_DIR/stack/       device-mapper tables as DM_TABLE_STATUS shows them (see fuzz-stack.c)
 #   OUT_DIR/mountinfo/   example /proc/self/mountinfo texts
 # The fuzzers' input formats are described at the top of each fuzz-*.c.
 set -euo pipefail
 images=$1 out=$2
 shift 2
 rm -rf "$out.tmp"
-mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo,rauc,partsets}
+mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo,rauc,partsets,stack}
 n=0
 for gz in "$images"/*.gz; do
     [ -e "$gz" ] || continue
@@ -68,6 +69,10 @@ w slot/rauc '\0rauc.slot=A\0\0rootfs_a\0rootfs_b'
 w slot/steamos 'slot_suffixes=-A,-B\n\0steamos.efi=PARTUUID=00000001-0000-4000-8000-000000000000\0\0esp\0rootfs-A\0rootfs-B'
 w slot/mounted '\0quiet\0/dev/fuzz1\0home-A\0home-B'
 w slot/none '\0\0\0esp'
+w stack/verity 'verity 1 254:2 254:16 4096 4096 32768 0 sha256 91deed9f 5fda9b09\n'
+w stack/linear 'linear 254:6 0\n'
+w stack/crypt 'crypt aes-xts-plain64 :64:logon:cryptsetup:x 0 259:3 32768\n'
+w stack/two 'linear 8:1 0\nlinear 8:17 0\n'
 w mountinfo/simple '22 1 0:21 / / rw,relatime shared:1 - btrfs /dev/vda rw,space_cache=v2,subvolid=5,subvol=/\n23 22 0:5 / /proc rw,nosuid - proc proc rw\n'
 w mountinfo/overmount '22 1 0:21 / / rw - btrfs /dev/vda rw\n40 22 0:30 / / rw master:3 - overlay overlay rw,lowerdir=/a\n50 40 8:3 /@home /home rw - btrfs /dev/sda3 rw\n'
 w mountinfo/short '1 2 3 4 / x - \n- - - - - - - -\n'

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 
 #include "devices.h"
 #include "kernel.h"
+#include "stack.h"
 #include "util.h"
 
 static inline void udev_unrefp(struct udev **p)
@@ -51,7 +53,7 @@ static void dev_done(struct bsg_dev *d)
         free(d->partuuid);
         free(d->storage_id);
         free(d->disk);
-        free(d->sole_slave);
+        free(d->data_slave);
         free(d->blkid_type);
         free(d->blkid_uuid);
         free(d->blkid_uuid_sub);
@@ -254,14 +256,32 @@ static bool has_holders(const char *name)
         return held;
 }
 
-/* The one entry of NAME's slaves/ directory into BUF; false if none, several, or too long. */
-static bool sole_slave(const char *name, char *buf, size_t size)
+/* The slave NAME stores its data on, into BUF: for a device-mapper device the one device its table
+ * stores data on (dm-verity's data device, not its hash device: bsg_dm_table_data_device()), and
+ * only if it is one of its slaves; for another stacked device (md) the one entry of its slaves/
+ * directory. False if none, several, unknown or too long: then it stands for no partition. */
+static bool data_slave(const char *name, dev_t devnum, char *buf, size_t size)
 {
         char path[PATH_MAX];
         struct dirent *de;
         size_t n = 0;
         DIR *dir;
 
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/dm", name) < sizeof(path) &&
+            access(path, F_OK) == 0) {
+                _cleanup_free_ char *table = NULL;
+                char link[PATH_MAX];
+                size_t len = 0;
+                dev_t data;
+                if (bsg_dm_table(devnum, &table, &len) < 0 || bsg_dm_table_data_device(table, len, &data) < 0)
+                        return false;
+                const char *slave = bsg_sysname_of_devnum(data, link, sizeof(link));
+                if (!slave || (size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves/%s", name, slave) >=
+                                      sizeof(path) ||
+                    access(path, F_OK) < 0)
+                        return false;
+                return (size_t)snprintf(buf, size, "%s", slave) < size;
+        }
         if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
             !(dir = opendir(path)))
                 return false;
@@ -270,6 +290,106 @@ static bool sole_slave(const char *name, char *buf, size_t size)
                         n = 2;
         closedir(dir);
         return n == 1;
+}
+
+int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret)
+{
+        _cleanup_udev_ struct udev *udev = udev_new();
+        struct bsg_udev_record rec = {};
+        struct udev_device *dev;
+        const char *v;
+
+        if (!udev)
+                return -ENOMEM;
+        dev = udev_device_new_from_devnum(udev, 'b', devnum);
+        if (!dev)
+                return 0;
+        v = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_DECISION");
+        snprintf(rec.decision, sizeof(rec.decision), "%s", v ? v : "");
+        v = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_REASON");
+        snprintf(rec.reason, sizeof(rec.reason), "%s", v ? v : "");
+        v = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_SLOT_ACTIVE");
+        snprintf(rec.slot_active, sizeof(rec.slot_active), "%s", v ? v : "");
+        v = udev_device_get_sysname(dev);
+        snprintf(rec.sysname, sizeof(rec.sysname), "%s", v ? v : "");
+        udev_device_unref(dev);
+        *ret = rec;
+        return rec.decision[0] && rec.sysname[0] ? 1 : 0;
+}
+
+int bsg_sysfs_reannounce(const char *name)
+{
+        char path[PATH_MAX], line[128];
+        uint8_t u[16];
+        _cleanup_close_ int fd = -1;
+
+        if (strchr(name, '/') || streq(name, "..") ||
+            (size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/uevent", name) >= sizeof(path))
+                return -EINVAL;
+        if (getrandom(u, sizeof(u), GRND_NONBLOCK) != sizeof(u))
+                return -errno;
+        /* the kernel takes "ACTION UUID KEY=VALUE" (keys and values alphanumeric) */
+        int l = snprintf(line, sizeof(line),
+                         "change %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x BSG=reannounced",
+                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                         u[14], u[15]);
+        /* O_APPEND: the kernel's store ignores the offset; a test's plain file keeps what it had */
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, line, (size_t)l) != l)
+                return errno ? -errno : -EIO;
+        return 0;
+}
+
+/* The device number in attribute ATTR of NAME ("MAJ:MIN"); 0 if unknown. */
+static dev_t devnum_of_name_attr(const char *name, const char *attr)
+{
+        char v[64];
+        unsigned maj, min;
+
+        if (sysfs_read(name, attr, v, sizeof(v)) <= 0 || sscanf(v, "%u:%u", &maj, &min) != 2)
+                return 0;
+        return makedev(maj, min);
+}
+
+size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        size_t n = 0;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", sysname) >= sizeof(path) ||
+            !(dir = opendir(path)))
+                return 0;
+        while (n < max && (de = readdir(dir))) {
+                char rel[PATH_MAX];
+                if (de->d_name[0] != '.' &&
+                    (size_t)snprintf(rel, sizeof(rel), "slaves/%s/dev", de->d_name) < sizeof(rel)) {
+                        dev_t devnum = devnum_of_name_attr(sysname, rel);
+                        if (devnum)
+                                ret[n++] = devnum;
+                }
+        }
+        closedir(dir);
+        return n;
+}
+
+const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size)
+{
+        char path[96];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dm/name", major(devnum), minor(devnum));
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || (n = read(fd, buf, size - 1)) <= 0)
+                return NULL;
+        buf[n] = '\0';
+        if (buf[n - 1] == '\n')
+                buf[n - 1] = '\0';
+        return buf[0] ? buf : NULL;
 }
 
 bool bsg_devnum_held(dev_t devnum)
@@ -362,11 +482,11 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read = true;
                 d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
         }
-        /* a stacked device over exactly one slave (dm-verity, dm-crypt, dm-linear over a partition):
-         * it stands for that partition (its slot) */
+        /* a stacked device that stores its data on one slave (dm-verity over its data partition,
+         * dm-crypt, dm-linear over a partition or a disk): it stands for that slave (its slot) */
         char slave[256];
-        if (sole_slave(name, slave, sizeof(slave))) {
-                if (!(d->sole_slave = strdup(slave)))
+        if (data_slave(name, d->devnum, slave, sizeof(slave))) {
+                if (!(d->data_slave = strdup(slave)))
                         return -ENOMEM;
                 /* its slot is its slave partition's (the kernel's PARTNAME), its disk the slave's */
                 char slave_uevent[4096], slave_link[PATH_MAX];

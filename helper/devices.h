@@ -40,7 +40,9 @@ struct bsg_dev {
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
         bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
-        char *sole_slave; /* a dm/md device over exactly one slave: its kernel name; else NULL */
+        char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
+                           * device, not its hash device), or an md device over one slave: its kernel
+                           * name; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -158,6 +160,26 @@ int bsg_parse_devnum(const char *s, unsigned *ret_major, unsigned *ret_minor, co
 /* The device numbers of every block device (the names of /sys/dev/block: one readdir, no device
  * opened), in directory order. *ret_devnums is a new array of *ret_n entries. Returns 0 or -errno. */
 int bsg_sysfs_devnums(dev_t **ret_devnums, size_t *ret_n);
+
+/* The gate's properties in the udev database entry of block device DEVNUM (what its last event
+ * printed): DECISION, REASON, SLOT_ACTIVE ("" where unset), and its kernel name. Returns 1 if the
+ * entry carries a decision, 0 if not (no event decided it yet), -errno. */
+struct bsg_udev_record {
+        char decision[16], reason[48], slot_active[4], sysname[256];
+};
+int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret);
+
+/* Asks the kernel for a `change` uevent of block device NAME, marked (SYNTH_ARG_BSG=reannounced in
+ * the event's environment) so that the event it starts never re-announces others. Appends
+ * "change UUID BSG=reannounced" to its sysfs uevent file. Returns 0 or -errno. */
+int bsg_sysfs_reannounce(const char *name);
+
+/* The device numbers of the members (slaves/) of the stacked device SYSNAME, at most MAX into RET.
+ * Returns how many. */
+size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max);
+
+/* The device-mapper name of block device DEVNUM (sysfs dm/name) into BUF; NULL if it is none. */
+const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size);
 
 /* Whether DEVNUM has holders (a device known only from its inventory record). */
 bool bsg_devnum_held(dev_t devnum);

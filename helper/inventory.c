@@ -88,7 +88,7 @@ static void disk_of(const struct bsg_dev *d, char *buf, size_t size)
 {
         const char *slash = d->syspath ? strrchr(d->syspath, '/') : NULL;
 
-        if (d->disk && d->sole_slave) /* a stacked device: its slave's disk (devices.c) */
+        if (d->disk && d->data_slave) /* a stacked device: its slave's disk (devices.c) */
                 snprintf(buf, size, "%s", d->disk);
         else if (!d->syspath)
                 buf[0] = '\0';
@@ -136,6 +136,31 @@ static void find_active_slot(struct ctx *c)
                 if (e->pd.state == BSG_DEV_BTRFS) {
                         bsg_uuid_format(e->pd.fsid, uuids[i]);
                         parts[i].fsuuid = uuids[i];
+                }
+        }
+        /* root=/dev/mapper/NAME (or the mounted root's source so named) is another path of one of
+         * the devices: found by device number, never by the name alone */
+        _cleanup_free_ char *root_arg = NULL;
+        const char *paths[2] = {NULL, c->root_source};
+        if (c->cmdline && bsg_cmdline_get(c->cmdline, strlen(c->cmdline), "root", &root_arg) >= 0)
+                paths[0] = root_arg;
+        for (size_t k = 0; k < ELEMENTSOF(paths); k++) {
+                struct stat st;
+                if (!paths[k] || paths[k][0] != '/')
+                        continue;
+                if (stat(paths[k], &st) == 0 && S_ISBLK(st.st_mode)) {
+                        for (size_t i = 0; i < c->n; i++)
+                                if (c->e[i].devnum == st.st_rdev && !streq(paths[k], c->e[i].devnode))
+                                        parts[i].alias = paths[k];
+                } else if (strncmp(paths[k], "/dev/mapper/", 12) == 0 && paths[k][12]) {
+                        /* udev makes the /dev/mapper link at the end of the dm device's own event:
+                         * that event finds its name in sysfs (dm/name) */
+                        for (size_t i = 0; i < c->n; i++) {
+                                char name[256];
+                                if (c->e[i].devnum && bsg_dm_name_of_devnum(c->e[i].devnum, name, sizeof(name)) &&
+                                    streq(name, paths[k] + 12))
+                                        parts[i].alias = paths[k];
+                        }
                 }
         }
         c->have_active_slot = bsg_active_slot(&c->config, c->cmdline, parts, c->n, c->root_source,

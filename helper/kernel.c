@@ -14,9 +14,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <linux/btrfs.h>
+#include <linux/dm-ioctl.h>
 
 #include "kernel.h"
 #include "util.h"
@@ -67,6 +69,73 @@ const char *bsg_efivars_path(void)
 const char *bsg_config_path(void)
 {
         return env_or("BTRFS_SCAN_GATE_CONFIG", "/etc/btrfs-scan-gate.conf");
+}
+
+const char *bsg_dm_control_path(void)
+{
+        return env_or("BTRFS_SCAN_GATE_DM_CONTROL", "/dev/mapper/control");
+}
+
+int bsg_dm_table(dev_t devnum, char **ret_table, size_t *ret_len)
+{
+        /* the parameters of a few targets fit a page; the kernel says when they did not */
+        for (size_t size = 16384; size <= 1024 * 1024; size *= 4) {
+                _cleanup_free_ struct dm_ioctl *io = calloc(1, size);
+                _cleanup_close_ int fd = -1;
+                _cleanup_free_ char *out = NULL;
+                size_t len = 0;
+
+                if (!io)
+                        return -ENOMEM;
+                io->version[0] = DM_VERSION_MAJOR; /* minor 0: any 4.x kernel answers */
+                io->data_size = (uint32_t)size;
+                io->data_start = sizeof(*io);
+                io->flags = DM_STATUS_TABLE_FLAG;
+                io->dev = ((uint64_t)major(devnum) << 8 | (minor(devnum) & 0xff)) |
+                          ((uint64_t)(minor(devnum) & ~0xffu) << 12); /* the kernel's huge_encode_dev() */
+                /* open(), not openat(): the test's umockdev answers this ioctl too */
+                fd = open(bsg_dm_control_path(), O_RDWR | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        return -errno;
+                if (ioctl(fd, DM_TABLE_STATUS, io) < 0)
+                        return -errno;
+                if (io->flags & DM_BUFFER_FULL_FLAG)
+                        continue;
+                if (io->data_start < sizeof(*io) || io->data_size > size || io->data_start > io->data_size)
+                        return -EBADMSG;
+                const char *base = (const char *)io + io->data_start;
+                size_t avail = io->data_size - io->data_start, off = 0;
+                out = malloc(avail + 1);
+                if (!out)
+                        return -ENOMEM;
+                for (uint32_t t = 0; t < io->target_count; t++) {
+                        if (off > avail || avail - off < sizeof(struct dm_target_spec))
+                                return -EBADMSG;
+                        const struct dm_target_spec *spec = (const void *)(base + off);
+                        const char *params = (const char *)(spec + 1);
+                        size_t room = avail - off - sizeof(*spec);
+                        size_t plen = strnlen(params, room);
+                        size_t tlen = strnlen(spec->target_type, sizeof(spec->target_type));
+                        /* the parameters end with a NUL inside the buffer; the text never grows
+                         * past the buffer (type + blank + params + newline fit the spec's room) */
+                        if (plen == room || len + tlen + plen + 2 > avail)
+                                return -EBADMSG;
+                        memcpy(out + len, spec->target_type, tlen);
+                        len += tlen;
+                        out[len++] = ' ';
+                        memcpy(out + len, params, plen);
+                        len += plen;
+                        out[len++] = '\n';
+                        if (t + 1 < io->target_count && spec->next <= off)
+                                return -EBADMSG;
+                        off = spec->next;
+                }
+                out[len] = '\0';
+                *ret_table = TAKE_PTR(out);
+                *ret_len = len;
+                return 0;
+        }
+        return -E2BIG;
 }
 
 void bsg_kernel_caps(struct bsg_kernel_caps *ret_caps)

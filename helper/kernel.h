@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "superblock.h"
 
@@ -20,6 +21,13 @@ const char *bsg_trusted_paths_seam(void); /* test build: $BTRFS_SCAN_GATE_TRUSTE
                                            * devnodes taken for trusted storage); NULL otherwise */
 const char *bsg_config_path(void);    /* $BTRFS_SCAN_GATE_CONFIG or /etc/btrfs-scan-gate.conf */
 const char *bsg_efivars_path(void);   /* $BTRFS_SCAN_GATE_EFIVARS or /sys/firmware/efi/efivars */
+const char *bsg_dm_control_path(void); /* $BTRFS_SCAN_GATE_DM_CONTROL or /dev/mapper/control */
+
+/* The table of the device-mapper device DEVNUM as the kernel reports it (DM_TABLE_STATUS with
+ * DM_STATUS_TABLE_FLAG): one "TARGET_TYPE PARAMS\n" line per target, devices as MAJ:MIN, into a new
+ * string *RET_TABLE of *RET_LEN bytes. Nothing is read from the device. Returns 0 or -errno (-ENXIO:
+ * no such dm device; -ENOENT: no control node). */
+int bsg_dm_table(dev_t devnum, char **ret_table, size_t *ret_len);
 
 struct bsg_kernel_caps {
         bool control;            /* the control node exists (btrfs loaded) */

@@ -111,6 +111,8 @@ static const struct bsg_partition *resolve_in(const char *spec, const struct bsg
                                 : how == BY_UUID     ? parts[i].fsuuid
                                                      : parts[i].devnode;
                 bool eq = f && (how == BY_LABEL || how == BY_PATH ? streq(f, v) : strcasecmp(f, v) == 0);
+                /* root=/dev/mapper/rootA names the dm device /dev/dm-0 */
+                eq = eq || (how == BY_PATH && parts[i].alias && streq(parts[i].alias, v));
                 if (!eq)
                         continue;
                 if (hit) /* ambiguous, e.g. UUID= of a clone pair */

@@ -33,6 +33,8 @@ struct bsg_partition {
         bool untrusted;        /* not trusted storage (is_trusted_storage()): never the booted disk's witness, never
                                 * names the active slot */
         dev_t devnum;          /* 0 if unknown (RAUC's device= entries match it) */
+        const char *alias;     /* another path of the same block device (the /dev/mapper/NAME that root=
+                                * or the mounted root names, found by device number); NULL if none */
 };
 
 /* The partition that names the disk that booted: systemd-boot's LoaderDevicePartUUID (LOADER_PARTUUID,

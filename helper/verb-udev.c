@@ -142,6 +142,66 @@ static bool carries_trusted_name(const struct ctx *c, const struct entry *t)
         return false;
 }
 
+/* What E's event would print for DECISION, REASON and SLOT_ACTIVE now ("" where unset), as
+ * print_slot() does. */
+static void expected_props(const struct ctx *c, const struct entry *e, const char **ret_decision,
+                           const char **ret_reason, const char **ret_slot_active)
+{
+        bool slot = e->has_slot && e->pd.state == BSG_DEV_BTRFS && bsg_verdict_may_own_links(&e->v);
+
+        *ret_decision = bsg_decision_name(e->v.decision);
+        *ret_reason = bsg_reason_name(e->v.reason);
+        *ret_slot_active = slot && c->have_active_slot ? (e->pd.slot_active ? "1" : "0") : "";
+}
+
+/* The udev records of other devices can be stale: a member of a stacked device created while udevd
+ * runs gets no event (its record still says `skip clone SLOT=A`, or `scan`), and the other copies
+ * of a filesystem keep the SLOT_ACTIVE of an event that ran before the active slot was known (root=
+ * names a dm device not yet created). The members of the event's device and the copies of its
+ * filesystem whose udev record disagrees with what this event decided are sent a change event, so
+ * that their properties and links follow. An event this started never starts others (no loop). */
+static void reannounce_stale(struct ctx *c, const struct entry *t, const struct bsg_dev *d)
+{
+        const char *why = getenv("SYNTH_ARG_BSG");
+        dev_t members[16];
+        size_t n_members = 0;
+
+        const char *devname = getenv("DEVNAME");
+
+        /* a replay never replays others; nor does the rules' second call of a dm device (RUN+= with
+         * its /dev/mapper name), which comes after the first asked for the same events */
+        if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)))
+                return;
+        if (d->sysname)
+                n_members = bsg_slaves_devnums(d->sysname, members, ELEMENTSOF(members));
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                bool member = false;
+                for (size_t k = 0; k < n_members; k++)
+                        member = member || members[k] == e->devnum;
+                if (e == t || !e->devnum || (!e->target_group && !member))
+                        continue;
+                struct bsg_udev_record rec;
+                if (bsg_udev_record_of(e->devnum, &rec) <= 0)
+                        continue; /* no event decided it yet: its own will */
+                const char *dec, *reason, *active;
+                expected_props(c, e, &dec, &reason, &active);
+                if (streq(rec.decision, dec) && streq(rec.reason, reason) && streq(rec.slot_active, active))
+                        continue;
+                int r = bsg_sysfs_reannounce(rec.sysname);
+                if (r < 0) {
+                        log_msg("%s: cannot send the change event of a device whose udev record is stale, "
+                                "ignoring: %s", e->devnode, strerror(-r));
+                        continue;
+                }
+                log_debug("%s: udev record says %s %s SLOT_ACTIVE=%s, now %s %s SLOT_ACTIVE=%s: change event sent",
+                          e->devnode, rec.decision, rec.reason, rec.slot_active, dec, reason, active);
+                char tok[300];
+                snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
+                add_token(c->actions, sizeof(c->actions), tok);
+        }
+}
+
 int run_udev(struct ctx *c)
 {
         ssize_t ti = -1;
@@ -194,6 +254,7 @@ int run_udev(struct ctx *c)
         } else if (acting) {
                 act(c, target, lock_fd, &ready);
                 log_decision(c, t);
+                reannounce_stale(c, t, d);
         }
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");

@@ -329,7 +329,8 @@ qemu_make_disks() {
         # `steamos-verity` (issue 18 case 10): the `steamos` disk plus a fixed virtio disk (serial
         # verity) holding rootfs-A's dm-verity hash tree from block 0 (veritysetup format
         # --no-superblock, sha256, 4 KiB blocks) and at 4 MiB one line
-        # "bsg-verity ROOTHASH SALT DATABLOCKS" the guest builds its table from.
+        # "bsg-verity ROOTHASH SALT DATABLOCKS" the guest builds its table from, and a whole disk
+        # (serial data, no partition table) holding a btrfs of its own (fsid 5c1a6e2f-...-0a0d).
         # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
         local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
         local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
@@ -385,7 +386,11 @@ qemu_make_disks() {
             echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
         elif [ "$layout" = steamos-verity ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home")
-            serials=(steamos verity)
+            serials=(steamos verity data)
+            # disk 2 (serial data): a unique btrfs on the whole disk, no partition table (the guest
+            # opens a dm-linear over it)
+            truncate -s 128M "$d/disk2.img"
+            mkfs.btrfs -q -f -L data -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a0d "$d/disk2.img"
             local vout
             truncate -s 8M "$d/disk1.img"
             vout=$(veritysetup format --no-superblock --hash=sha256 --data-block-size=4096 \

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <linux/btrfs.h>
+#include <linux/dm-ioctl.h>
 
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -236,6 +237,65 @@ static gboolean on_handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *cl
         }
         g_mutex_unlock(&kern.lock);
         umockdev_ioctl_client_complete(client, ret, err);
+        return TRUE;
+}
+
+/* The fake device-mapper: DM_TABLE_STATUS answers the table set for a device number ("verity 1
+ * 4001:1 4002:0 ..."), ENXIO for any other. */
+static GHashTable *dm_tables; /* the kernel's huge_encode_dev() of the dm device, decimal -> "TYPE PARAMS" */
+
+static void dm_set_table(unsigned maj, unsigned min, const char *table)
+{
+        guint64 enc = ((guint64)maj << 8) | (min & 0xff) | ((guint64)(min & ~0xffu) << 12);
+        if (!dm_tables)
+                dm_tables = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_hash_table_replace(dm_tables, g_strdup_printf("%" G_GUINT64_FORMAT, enc), g_strdup(table));
+}
+
+static gboolean on_handle_dm_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client, gpointer user)
+{
+        GError *error = NULL;
+
+        if (umockdev_ioctl_client_get_request(client) != DM_TABLE_STATUS) {
+                umockdev_ioctl_client_complete(client, -1, ENOTTY);
+                return TRUE;
+        }
+        /* one resolve per pointer (a second returns the first's buffer): the helper's first buffer is
+         * 16 KiB (helper/kernel.c), which every table of these tests fits */
+        g_autoptr(UMockdevIoctlData) all = umockdev_ioctl_data_resolve(umockdev_ioctl_client_get_arg(client), 0,
+                                                                       16384, &error);
+        g_assert_no_error(error);
+        struct dm_ioctl io;
+        memcpy(&io, all->data, sizeof(io));
+        g_assert_cmpuint(io.data_size, ==, 16384);
+        /* keyed by the encoded number as the helper passes it (the fake majors of dm devices are
+         * past the 12 bits the kernel's encoding keeps for a major: no decoding) */
+        g_autofree char *key = g_strdup_printf("%" G_GUINT64_FORMAT, (guint64)io.dev);
+        const char *table = dm_tables ? g_hash_table_lookup(dm_tables, key) : NULL;
+        if (!table) {
+                umockdev_ioctl_client_complete(client, -1, ENXIO);
+                return TRUE;
+        }
+        g_autofree guint8 *out = g_malloc0(io.data_size);
+        struct dm_ioctl *o = (struct dm_ioctl *)out;
+        memcpy(o, &io, sizeof(io));
+        o->data_start = sizeof(io);
+        const char *sp = strchr(table, ' ');
+        g_assert_nonnull(sp);
+        struct dm_target_spec *spec = (struct dm_target_spec *)(out + o->data_start);
+        size_t plen = strlen(sp + 1);
+        size_t used = (sizeof(*spec) + plen + 1 + 7) & ~(size_t)7;
+        g_assert_cmpuint(o->data_start + used, <=, io.data_size);
+        spec->length = 262144;
+        spec->next = (uint32_t)used;
+        memcpy(spec->target_type, table, (size_t)(sp - table));
+        memcpy((char *)(spec + 1), sp + 1, plen + 1);
+        o->target_count = 1;
+        o->data_size = (uint32_t)(o->data_start + used);
+        o->flags &= ~DM_BUFFER_FULL_FLAG;
+        g_assert_cmpint(all->data_len, >=, (gint)o->data_size);
+        umockdev_ioctl_data_update(all, 0, out, (gint)o->data_size);
+        umockdev_ioctl_client_complete(client, 0, 0);
         return TRUE;
 }
 
@@ -669,6 +729,9 @@ static void world_reset(Fixture *f)
         kernel_reset();
         /* the fake control node; BTRFS_SCAN_GATE_CONTROL points at it as a second seam */
         make_node("/dev/btrfs-control", "", 0, 10, 234, FALSE);
+        make_node("/dev/mapper/control", "", 0, 10, 236, FALSE);
+        if (dm_tables)
+                g_hash_table_remove_all(dm_tables);
         set_skip_scan_param(TRUE);
         set_feature("virtual_fsid", TRUE);
         set_feature("temp_fsid", FALSE);
@@ -1279,6 +1342,218 @@ static void test_stacked_verity(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
         run_boot(f);
         g_assert_cmpuint(kernel_count(NULL, "/dev/sdb1"), ==, 0);
+}
+
+/* What udev keeps of an event: the gate's properties of R written into DEV's record (the testbed's
+ * uevent file, which libudev reads as the database). */
+static void udev_keep(Fixture *f, const DevSpec *dev, Run *r)
+{
+        const char *path = g_hash_table_lookup(f->syspaths, dev->node);
+        static const char *const keys[] = {"DECISION", "REASON", "SLOT", "SLOT_ACTIVE"};
+        for (gsize i = 0; i < G_N_ELEMENTS(keys); i++) {
+                g_autofree char *k = g_strdup_printf("BTRFS_SCAN_GATE_%s", keys[i]);
+                umockdev_testbed_set_property(tb, path, k, kv(r, k) ? kv(r, k) : "");
+        }
+}
+
+/* The event of DEV (udev DEVNODE), its properties kept; REPLAY: the change event a re-announce sent. */
+static void verity_event(Fixture *f, const DevSpec *dev, gboolean replay, Run *r)
+{
+        if (replay)
+                g_setenv("SYNTH_ARG_BSG", "reannounced", TRUE);
+        next_action = "change";
+        run_udev(f, dev, r, FALSE);
+        next_action = "add";
+        g_unsetenv("SYNTH_ARG_BSG");
+        udev_keep(f, dev, r);
+}
+
+/* Whether the helper asked the kernel for a change event of NODE (appended to its uevent file), and
+ * forgets it. */
+static gboolean reannounced(Fixture *f, const char *node)
+{
+        g_autofree char *file = g_build_filename(tb_root, g_hash_table_lookup(f->syspaths, node), "uevent", NULL);
+        g_autofree char *text = read_file(file);
+        gboolean sent = text && strstr(text, " BSG=reannounced");
+        if (sent) {
+                /* what the kernel would not keep: the file as it was */
+                *strstr(text, "change ") = '\0';
+                write_file(file, text, -1);
+        }
+        return sent;
+}
+
+/* Issue 18 case 10 as the real kernel shows it: dm-verity `rootA` (dm-0) has two slaves, its data
+ * partition rootfs-A (sdb1) and its hash tree disk (sdc); a dm-linear `home` (dm-1) over the whole disk
+ * sdd; root=/dev/mapper/rootA. The DM table (fake DM_TABLE_STATUS) says which slave holds the data:
+ * dm-0 is slot A, the active copy, whatever the order; sdb1 and sdd are `skip held`, never scanned;
+ * dm-1 is `scan unique`. The dm devices are created after the partitions' events (as while udevd
+ * runs): their events send change events to the members and copies whose records are stale. On main
+ * 683add4 dm-0 had no slot (a slot came only from a sole slave) and root=/dev/mapper/rootA named none. */
+static void test_stacked_verity_two_slaves(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+                {.node = "sdc"}, /* the hash tree: no filesystem */
+                {.node = "sdd", .image = "home"},
+        };
+        static const DevSpec dm[] = {{.node = "dm-0", .image = "rootfs"}, {.node = "dm-1", .image = "home"}};
+        const DevSpec *sdb1 = &parts[0], *sdb2 = &parts[1], *sdd = &parts[3], *dm0 = &dm[0], *dm1 = &dm[1];
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        set_config(f, "slot_suffixes=-A,-B\nclone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/rootA ro");
+        /* before the dm devices: rootfs-A and rootfs-B are copies (no active slot known), home unique */
+        /* (the hash disk has no btrfs: udev's rules ask it `trust`, never `udev`) */
+        for (int i = 0; i < 4; i++) {
+                if (i == 2)
+                        continue;
+                verity_event(f, &parts[i], FALSE, &r);
+                run_clear(&r);
+        }
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/sdd"), ==, 1);
+        guint sdd_before = kernel_count("SCAN_DEV", "/dev/sdd") + kernel_count("DEVICES_READY", "/dev/sdd");
+
+        /* the dm devices appear (no event for their slaves); /dev/mapper/rootA does not exist yet: udev
+         * makes it at the end of dm-0's event */
+        world_add_all(f, dm, G_N_ELEMENTS(dm));
+        const char *p_dm0 = g_hash_table_lookup(f->syspaths, "dm-0"), *p_dm1 = g_hash_table_lookup(f->syspaths, "dm-1");
+        umockdev_testbed_set_attribute(tb, p_dm0, "dm/name", "rootA\n");
+        /* slaves/ entries are links to the members, as the kernel makes them */
+        umockdev_testbed_set_attribute_link(tb, p_dm0, "slaves/sdb1", "../../sdb/sdb1");
+        umockdev_testbed_set_attribute_link(tb, p_dm0, "slaves/sdc", "../../sdc");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb1"), "holders/dm-0", "");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdc"), "holders/dm-0", "");
+        umockdev_testbed_set_attribute(tb, p_dm1, "dm/name", "home\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm1, "slaves/sdd", "../../sdd");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdd"), "holders/dm-1", "");
+        unsigned maj0 = FAKE_MAJOR_BASE + disk_index("dm-0"), maj1 = FAKE_MAJOR_BASE + disk_index("dm-1");
+        dm_set_table(maj0, 0, "verity 1 4001:1 4002:0 4096 4096 32768 0 sha256 91de 5fda");
+        dm_set_table(maj1, 0, "linear 4003:0 0");
+
+        /* clone_policy=active: the active copy is scanned, and it is the verity device */
+        verity_event(f, dm0, FALSE, &r);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "SLOT", "A");
+        assert_kv(&r, "SLOT_BASE", "rootfs");
+        assert_kv(&r, "SLOT_ACTIVE", "1");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/sdb1"));
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/sdb2"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "sdb1"));
+        g_assert_true(reannounced(f, "sdb2"));
+        /* the change events it asked for: rootfs-A's partition is held, rootfs-B the inactive copy;
+         * neither re-announces anything */
+        verity_event(f, sdb1, TRUE, &r);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "held");
+        assert_kv(&r, "SLOT", "");
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced"));
+        run_clear(&r);
+        verity_event(f, sdb2, TRUE, &r);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "clone");
+        assert_kv(&r, "SLOT", "B");
+        assert_kv(&r, "SLOT_ACTIVE", "0");
+        run_clear(&r);
+        /* home over the whole disk: the dm device is scanned, the disk held (a dm-linear over a trusted
+         * disk is the same storage, never a clone of its slave) */
+        verity_event(f, dm1, FALSE, &r);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "unique");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/sdd"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "sdd"));
+        verity_event(f, sdd, TRUE, &r);
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "REASON", "held");
+        run_clear(&r);
+
+        /* now with udev's /dev/mapper/rootA link; every order of the events gives the same answers and
+         * re-announces nothing (the records are current) */
+        make_node("/dev/mapper/rootA", "", 0, maj0, 0, TRUE);
+        const DevSpec *all[] = {sdb1, sdb2, sdd, dm0, dm1};
+        static const int orders[][5] = {{0, 1, 2, 3, 4}, {3, 4, 0, 1, 2}, {4, 1, 3, 2, 0}, {2, 0, 4, 3, 1}};
+        for (gsize o = 0; o < G_N_ELEMENTS(orders); o++) {
+                for (int k = 0; k < 5; k++) {
+                        const DevSpec *dev = all[orders[o][k]];
+                        g_test_message("order %zu: %s", o, dev->node);
+                        verity_event(f, dev, FALSE, &r);
+                        g_test_message("%s: %s", dev->node, kv(&r, "BTRFS_SCAN_GATE_ACTION"));
+                        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced"));
+                        if (dev == sdb1 || dev == sdd) {
+                                assert_kv(&r, "REASON", "held");
+                                assert_kv(&r, "SLOT", "");
+                        } else if (dev == dm0) {
+                                assert_kv(&r, "DECISION", "scan");
+                                assert_kv(&r, "REASON", "clone");
+                                assert_kv(&r, "SLOT", "A");
+                                assert_kv(&r, "SLOT_ACTIVE", "1");
+                        } else if (dev == sdb2) {
+                                assert_kv(&r, "SLOT", "B");
+                                assert_kv(&r, "SLOT_ACTIVE", "0");
+                        } else if (dev == dm1)
+                                assert_kv(&r, "DECISION", "scan");
+                        run_clear(&r);
+                }
+        }
+        /* boot decides the same set: the held members and both copies listed */
+        run_boot(f);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        for (const char *const *want = (const char *const[]){"/dev/sdb1", "/dev/sdb2", "/dev/sdd", NULL};
+             *want; want++)
+                g_assert_true(g_strv_contains((const char *const *)items, *want));
+        g_assert_false(g_strv_contains((const char *const *)items, "/dev/dm-1"));
+        g_assert_false(g_strv_contains((const char *const *)items, "/dev/dm-0"));
+        /* never handed to the kernel once held (home's disk was scanned before dm-1 existed, then
+         * forgotten when dm-1 took over) */
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdd") + kernel_count("DEVICES_READY", "/dev/sdd"), ==, sdd_before);
+        g_assert_cmpuint(kernel_count("FORGET_DEV", "/dev/sdd"), ==, 1);
+        g_assert_cmpuint(kernel_count("DEVICES_READY", "/dev/dm-1"), >=, 1);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/dm-0") + kernel_count("DEVICES_READY", "/dev/dm-0"), >=, 1);
+}
+
+/* The slot of a dm device comes from its data slave's partition only over trusted storage: a dm-crypt
+ * (the table says so) over a stick partition named rootfs-A, with root=/dev/mapper/stickroot, has no
+ * slot, names no active slot, is untrusted and never scanned; the internal copies keep theirs. */
+static void test_stacked_untrusted_no_slot(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+                {.node = "sde1", .disk = "sde", .partn = 1, .partlabel = "rootfs-A", .removable = TRUE},
+        };
+        static const DevSpec dm = {.node = "dm-3", .image = "rootfs"};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add(f, &dm);
+        const char *p_dm = g_hash_table_lookup(f->syspaths, "dm-3");
+        umockdev_testbed_set_attribute(tb, p_dm, "dm/name", "stickroot\n");
+        /* the stick stays under virtual/block (removable): the link goes there */
+        g_autofree char *target = g_strdup_printf("../../../../../virtual/block/sde/sde1");
+        umockdev_testbed_set_attribute_link(tb, p_dm, "slaves/sde1", target);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sde1"), "holders/dm-3", "");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-3"), 0, "crypt aes-xts-plain64 :64:logon:x 0 4004:1 4096");
+        set_config(f, "slot_suffixes=-A,-B\nclone_policy=active\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/stickroot ro");
+        run_udev(f, &dm, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        assert_kv(&r, "SLOT", "");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+        run_clear(&r);
+        run_udev(f, &parts[0], &r, FALSE);
+        assert_kv(&r, "SLOT", "A");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE")); /* the stick named no active slot */
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/dm-3") + kernel_count("DEVICES_READY", "/dev/dm-3"), ==, 0);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sde1") + kernel_count("DEVICES_READY", "/dev/sde1"), ==, 0);
 }
 
 /* Issue 18 case 3: an ID_BUS an event taught is kept in the inventory. `boot` saw a disk on a path
@@ -2930,6 +3205,12 @@ int main(int argc, char **argv)
         make_node("/dev/btrfs-control", "", 0, 10, 234, FALSE);
         if (!umockdev_testbed_attach_ioctl(tb, "/dev/btrfs-control", handler, &error))
                 g_error("cannot attach the fake /dev/btrfs-control: %s", error->message);
+        /* the fake device-mapper: nothing may reach the host's /dev/mapper/control */
+        UMockdevIoctlBase *dm_handler = umockdev_ioctl_base_new();
+        g_signal_connect(dm_handler, "handle-ioctl", G_CALLBACK(on_handle_dm_ioctl), NULL);
+        make_node("/dev/mapper/control", "", 0, 10, 236, FALSE);
+        if (!umockdev_testbed_attach_ioctl(tb, "/dev/mapper/control", dm_handler, &error))
+                g_error("cannot attach the fake /dev/mapper/control: %s", error->message);
 
         add_p("/helper/steamos/udev", test_steamos_udev);
         add("/helper/steamos/home-unique", test_steamos_home_unique);
@@ -2942,6 +3223,8 @@ int main(int argc, char **argv)
         add("/helper/slot/stick-partuuid", test_slot_stick_partuuid);
         add("/helper/trust/classes", test_trust_classes);
         add("/helper/trust/stacked-verity", test_stacked_verity);
+        add("/helper/trust/stacked-verity-two-slaves", test_stacked_verity_two_slaves);
+        add("/helper/trust/stacked-untrusted-no-slot", test_stacked_untrusted_no_slot);
         add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         add("/helper/trust/anchor-root", test_trust_anchor_root);
         add("/helper/trust/anchor-fallback", test_trust_anchor_fallback);
@@ -2990,7 +3273,9 @@ int main(int argc, char **argv)
         int ret = g_test_run();
 
         umockdev_testbed_detach_ioctl(tb, "/dev/btrfs-control", NULL);
+        umockdev_testbed_detach_ioctl(tb, "/dev/mapper/control", NULL);
         g_object_unref(handler);
+        g_object_unref(dm_handler);
         g_object_unref(tb);
         g_free(tb_root);
         g_strfreev(helper_argv0);

@@ -416,7 +416,25 @@ struct spec_case {
         const char *slot; /* NULL: none */
 };
 
+/* issue 18 case 10: root=/dev/mapper/rootA, rootA = dm-verity over rootfs-A: the dm device carries its
+ * data partition's label, and the gathering gives it the /dev/mapper path as an alias (by device
+ * number, or its sysfs dm/name); the same over a stick names nothing */
+static const struct bsg_partition verity_parts[] = {
+        {"/dev/vda2", NULL, NULL, NULL, "disk0", false},
+        {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "disk0", false, "/dev/mapper/rootA"},
+};
+static const struct bsg_partition verity_stick_parts[] = {
+        {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "usb", true, "/dev/mapper/rootA"},
+};
+
 static const struct spec_case spec_cases[] = {
+        {"verity-mapper-path", "root=/dev/mapper/rootA", NULL, verity_parts, 3, "A"},
+        {"verity-mounted-root-mapper", "quiet", "/dev/mapper/rootA", verity_parts, 3, "A"},
+        {"verity-dm-node", "root=/dev/dm-0", NULL, verity_parts, 3, "A"},
+        {"verity-other-mapper-name", "root=/dev/mapper/rootB", NULL, verity_parts, 3, NULL},
+        {"verity-over-stick-no-slot", "root=/dev/mapper/rootA", NULL, verity_stick_parts, 2, NULL},
         {"stick-partuuid-no-slot", "root=PARTUUID=" P_ROOT_A, NULL, coldplug_parts, 3, NULL},
         {"stick-steamos-efi-no-slot", "steamos.efi=PARTUUID=" P_ROOT_A, NULL, coldplug_parts, 3, NULL},
         {"stick-path-no-slot", "root=/dev/sda1", NULL, coldplug_parts, 3, NULL},

@@ -422,11 +422,11 @@ struct spec_case {
 static const struct bsg_partition verity_parts[] = {
         {"/dev/vda2", NULL, NULL, NULL, "disk0", false},
         {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
-        {"/dev/dm-0", "rootfs-A", NULL, NULL, "disk0", false, "/dev/mapper/rootA"},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "disk0", false, 0, "/dev/mapper/rootA"},
 };
 static const struct bsg_partition verity_stick_parts[] = {
         {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
-        {"/dev/dm-0", "rootfs-A", NULL, NULL, "usb", true, "/dev/mapper/rootA"},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "usb", true, 0, "/dev/mapper/rootA"},
 };
 
 static const struct spec_case spec_cases[] = {

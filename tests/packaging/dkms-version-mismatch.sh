@@ -117,7 +117,7 @@ check offered 6.1.0-54-amd64 0
 mv "$work/repo/linux-source-6.1_6.1.190-1_all.deb" "$work/repo.deb"
 one download-fails 6.1.0-54-amd64 1 'kernel 6.1.0-54-amd64 keeps the in-tree btrfs module: apt-get download linux-source-6.1=6.1.190-1 failed' \
     'linux-source-6.1 6.1.192-3' 'linux-headers-6.1.0-54-amd64 6.1.190-1'
-[ -z "$(ls "$work/cache" 2>/dev/null | grep -v '^fetch\.')" ] || fail "download-fails: something was kept in the cache"
+[ -z "$(find "$work/cache" -mindepth 1 -maxdepth 1 ! -name 'fetch.*' 2>/dev/null)" ] || fail "download-fails: something was kept in the cache"
 # downloaded: fs/btrfs of 6.1.190-1 is extracted, kept (without the rest of the tree), patched
 mv "$work/repo.deb" "$work/repo/linux-source-6.1_6.1.190-1_all.deb"
 : >"$work/apt.log"
@@ -130,7 +130,7 @@ kept=$work/cache/linux-btrfs-6.1.190-1.tar.xz
 [ -s "$kept" ] || fail "fetched: $kept not kept"
 tar -tJf "$kept" | grep -q '^linux-source-6.1/fs/btrfs/super.c$' || fail "fetched: kept tarball lacks fs/btrfs"
 if tar -tJf "$kept" | grep -q ext4; then fail "fetched: kept more than fs/btrfs"; fi
-[ -z "$(ls "$work/cache" | grep '^fetch\.')" ] || fail "fetched: temporary directory left in the cache"
+[ -z "$(find "$work/cache" -mindepth 1 -maxdepth 1 -name 'fetch.*')" ] || fail "fetched: temporary directory left in the cache"
 # a second build (an upgrade of the -dkms package) uses the kept source, without apt
 : >"$work/apt.log"
 one from-cache 6.1.0-54-amd64 0 'fs/btrfs of linux-source-6.1 6.1.190-1 (.*linux-btrfs-6.1.190-1.tar.xz) for 6.1.0-54-amd64' \

@@ -37,7 +37,8 @@ why_not() { # KVER: one line, why it keeps the in-tree module (no build attempte
     elif ! msg=$(bash "$here/secureboot.sh" 2>&1); then
         echo "${msg#btrfs-scan-gate-dkms: }"
     elif ! msg=$(bash "$here/source.sh" check "$k" 2>&1); then
-        echo "${msg#btrfs-scan-gate-dkms: }"
+        msg=${msg#btrfs-scan-gate-dkms: }
+        echo "${msg#"kernel $k keeps the in-tree btrfs module: "}"
     else
         echo "not built (dkms install -m $name -v $ver -k $k, or dpkg-reconfigure btrfs-scan-gate-dkms)"
     fi

@@ -13,7 +13,7 @@ packages=(
     valgrind strace hyperfine clang libfuzzer-14-dev libclang-rt-14-dev
     initramfs-tools initramfs-tools-core dracut-core mmdebstrap
     debhelper dh-dkms dkms dpkg-dev fakeroot lintian pacman-package-manager libarchive-tools
-    makepkg shellcheck python3 mount patch xz-utils
+    makepkg shellcheck python3 mount patch xz-utils binutils
 )
 
 # every program the scripts and tests call, with the package that has it (checked after the
@@ -34,6 +34,8 @@ programs=(
     dracut:dracut-core lsinitrd:dracut-core mmdebstrap:mmdebstrap
     dpkg-buildpackage:dpkg-dev dh:debhelper dh_dkms:dh-dkms dkms:dkms fakeroot:fakeroot
     lintian:lintian makepkg:makepkg pacman:pacman-package-manager bsdtar:libarchive-tools
+    dpkg-deb:dpkg dpkg-parsechangelog:dpkg-dev apt-get:apt apt-cache:apt chroot:coreutils
+    strip:binutils readelf:binutils
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -14,6 +14,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 # dkms.conf and secureboot.sh side by side, as in /usr/src/btrfs-scan-gate-<ver>/
 mkdir -p "$work/src" "$work/bin" "$work/efivars" "$work/dkms"
 cp "$dkms_dir/dkms.conf" "$dkms_dir/secureboot.sh" "$work/src/"
+# source.sh (is the kernel's source to be had?) has its own test (dkms-version-mismatch): here it
+# always says yes, so that only Secure Boot decides
+printf '#!/bin/sh\nexit 0\n' >"$work/src/source.sh"
 printf 'mok_certificate=%s\n' "$work/dkms/mok.pub" >"$work/framework.conf"
 var=$work/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
 cat >"$work/bin/mokutil" <<'STUB'

@@ -81,7 +81,8 @@ static void json_list(const char *list)
 }
 
 /* Which btrfs module each installed kernel would load (issue 20 item 2): "dkms" (a btrfs.ko under
- * updates/dkms, which modprobe prefers: btrfs-scan-gate-dkms's patched module), "in-tree", "built-in",
+ * updates/dkms, which modprobe prefers: btrfs-scan-gate-dkms's patched module), "updates" (updates/btrfs.ko:
+ * the prebuilt btrfs-scan-gate-modules-ABI package's), "in-tree", "built-in",
  * or NULL (none found). Reads /lib/modules only; never loads anything. */
 static bool exists_any(const char *dir, const char *base)
 {
@@ -104,6 +105,8 @@ static const char *kernel_btrfs_module(const char *release)
         snprintf(dir, sizeof(dir), "/lib/modules/%s", release);
         if (exists_any(dir, "updates/dkms/btrfs.ko"))
                 return "dkms";
+        if (exists_any(dir, "updates/btrfs.ko"))
+                return "updates";
         if (exists_any(dir, "kernel/fs/btrfs/btrfs.ko"))
                 return "in-tree";
         snprintf(dir, sizeof(dir), "/lib/modules/%s/modules.builtin", release);
@@ -310,6 +313,7 @@ int run_status(struct ctx *c)
                                streq(kernels[i], uts.release) ? " (running)" : "",
                                !m                   ? "no btrfs module found"
                                : streq(m, "dkms")   ? "btrfs from updates/dkms (btrfs-scan-gate-dkms: patched)"
+                               : streq(m, "updates") ? "btrfs from updates (btrfs-scan-gate-modules: patched)"
                                : streq(m, "in-tree") ? "in-tree btrfs (unpatched: no virtual_fsid, no skip_scan)"
                                                     : "btrfs built in (unpatched unless the kernel was built with the series)");
                 }

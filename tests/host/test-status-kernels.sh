@@ -1,6 +1,6 @@
 #!/bin/bash
 # Host test (issue 20 item 2): `status` says, for every installed kernel, which btrfs module it would
-# load: btrfs-scan-gate-dkms's patched one from updates/dkms, the in-tree one, or btrfs built in;
+# load: btrfs-scan-gate-dkms's patched one from updates/dkms, btrfs-scan-gate-modules-ABI's from updates/, the in-tree one, or btrfs built in;
 # newest kernel first, the running one marked. The kernels are fake directories in an overlay over
 # the module directory, in a private mount namespace (the host's /lib/modules is untouched).
 # env: BSG_HELPER, TMPDIR.
@@ -21,9 +21,11 @@ mkdir -p "$work/upper" "$work/work"
 mount -t overlay bsg-lib -o "lowerdir=$lib,upperdir=$work/upper,workdir=$work/work" "$lib"
 rm -rf /lib/modules
 mkdir -p /lib/modules/6.1.0-99-amd64/updates/dkms /lib/modules/6.1.0-99-amd64/kernel/fs/btrfs \
+    /lib/modules/6.1.0-97-amd64/updates /lib/modules/6.1.0-97-amd64/kernel/fs/btrfs \
     /lib/modules/6.1.0-98-amd64/kernel/fs/btrfs /lib/modules/6.12.0-1-amd64 /lib/modules/5.10.0-1-amd64
 touch /lib/modules/6.1.0-99-amd64/updates/dkms/btrfs.ko /lib/modules/6.1.0-99-amd64/kernel/fs/btrfs/btrfs.ko \
-    /lib/modules/6.1.0-98-amd64/kernel/fs/btrfs/btrfs.ko.xz
+    /lib/modules/6.1.0-98-amd64/kernel/fs/btrfs/btrfs.ko.xz \
+    /lib/modules/6.1.0-97-amd64/updates/btrfs.ko /lib/modules/6.1.0-97-amd64/kernel/fs/btrfs/btrfs.ko
 printf 'kernel/fs/ext4/ext4.ko\nkernel/fs/btrfs/btrfs.ko\n' >/lib/modules/6.12.0-1-amd64/modules.builtin
 mkdir -p "/lib/modules/$(uname -r)" # the running kernel, no btrfs module file
 
@@ -35,16 +37,19 @@ import json, sys
 k = json.load(open(sys.argv[1]))["kernels"]
 got = {e["release"]: (e["btrfs_module"], e["running"]) for e in k}
 want = {"6.1.0-99-amd64": ("dkms", False), "6.1.0-98-amd64": ("in-tree", False),
+        "6.1.0-97-amd64": ("updates", False),
         "6.12.0-1-amd64": ("built-in", False), "5.10.0-1-amd64": (None, False)}
 for r, v in want.items():
     assert got.get(r) == v, "%s: %r, expected %r" % (r, got.get(r), v)
 assert got[sys.argv[2]][1] is True, "the running kernel is not marked running"
 order = [e["release"] for e in k if e["release"] in want]
-assert order == ["6.12.0-1-amd64", "6.1.0-99-amd64", "6.1.0-98-amd64", "5.10.0-1-amd64"], "order %r" % order
+assert order == ["6.12.0-1-amd64", "6.1.0-99-amd64", "6.1.0-98-amd64", "6.1.0-97-amd64", "5.10.0-1-amd64"], "order %r" % order
 PY
 BTRFS_SCAN_GATE_LOG=stderr "$helper" status >"$work/status.txt" 2>>"$work/status.err" || true
 grep -q '6.1.0-99-amd64: btrfs from updates/dkms (btrfs-scan-gate-dkms: patched)' "$work/status.txt" ||
     { cat "$work/status.txt"; fail "text: the dkms kernel is not named patched"; }
+grep -q '6.1.0-97-amd64: btrfs from updates (btrfs-scan-gate-modules: patched)' "$work/status.txt" ||
+    { cat "$work/status.txt"; fail "text: the prebuilt module's kernel is not named patched"; }
 grep -q '6.1.0-98-amd64: in-tree btrfs (unpatched' "$work/status.txt" || { cat "$work/status.txt"; fail "text: in-tree kernel"; }
 grep -q "$(uname -r) (running)" "$work/status.txt" || { cat "$work/status.txt"; fail "text: running kernel not marked"; }
 echo "PASS: status names each installed kernel's btrfs module (dkms patched, in-tree, built in, none), newest first, running marked"

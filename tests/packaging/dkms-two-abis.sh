@@ -14,6 +14,9 @@
 #  - Upgrade (the same package with a higher Debian version: prerm runs dkms remove --all): both
 #    kernels have the patched module again, B's source comes from the kept fs/btrfs (no download),
 #    and the postinst says so.
+#  - Compilers run through ccache (Debian's headers honour DEBIAN_KERNEL_USE_CCACHE), its cache in
+#    $BSG_CACHE/ccache-dkms-two-abis: the upgrade's rebuilds and later runs compile nothing again,
+#    while dkms, the package's scripts and make still run for real.
 #  - `btrfs-scan-gate status` in the root (the helper's package installed) lists the same kernels
 #    as patched.
 # Before this test's change (issue 20 item 1) kernel B was never built: dkms's postinst does not ask
@@ -48,7 +51,7 @@ mkdir -p "$root" "$logs" "$cache/apt-archives/partial"
 tar -C "$root" -xf "$tarball"
 mount --make-rprivate /
 cleanup() {
-    umount -R "$root/proc" "$root/dev" "$root/run" "$root/var/cache/apt/archives" 2>/dev/null || true
+    umount -R "$root/proc" "$root/dev" "$root/run" "$root/var/cache/apt/archives" "$root/var/cache/ccache" 2>/dev/null || true
     rm -rf --one-file-system "$root"
 }
 trap cleanup EXIT
@@ -61,9 +64,14 @@ cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
 cp /var/lib/apt/lists/*_dists_* "$root/var/lib/apt/lists/"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+mkdir -p "$cache/ccache-dkms-two-abis" "$root/var/cache/ccache"
+mount --bind "$cache/ccache-dkms-two-abis" "$root/var/cache/ccache"
 # `uname -r` of the root: kernel A runs (set below)
 mkdir -p "$root/usr/local/bin"
-in_root() { chroot "$root" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+in_root() {
+    chroot "$root" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+        DEBIAN_KERNEL_USE_CCACHE=1 CCACHE_DIR=/var/cache/ccache CCACHE_MAXSIZE=2G "$@"
+}
 
 # shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
 srcver=$(in_root dpkg-query -W -f='${Version}' linux-source-6.1)
@@ -94,7 +102,7 @@ EOF
 chmod 0755 "$root/usr/local/bin/uname"
 
 start=$(date +%s)
-in_root apt-get install -y --no-install-recommends "linux-headers-$a=$srcver" "linux-headers-$b=$bver" \
+in_root apt-get install -y --no-install-recommends ccache "linux-headers-$a=$srcver" "linux-headers-$b=$bver" \
     >"$logs/apt-headers.log" 2>&1 || { tail -n 30 "$logs/apt-headers.log"; fail "apt-get install of both kernels' headers"; }
 echo "headers of both kernels installed in $(( $(date +%s) - start )) s"
 for k in "$a" "$b"; do
@@ -148,6 +156,9 @@ grep -q 'dkms remove\|Deleting module\|Module btrfs-scan-gate' "$logs/dpkg-upgra
     echo "note: the upgrade log shows no removal by the old prerm"
 both_patched upgrade
 [ "$(stat -c '%i %Y' "$kept")" = "$kept_id" ] || fail "upgrade: B's source was fetched again"
+
+in_root ccache -s >"$logs/ccache.txt" 2>&1 || true
+echo "ccache: $(grep -E '^ *(Hits|Misses):' "$logs/ccache.txt" | tr -s ' ' | tr '\n' ' ')"
 
 # the helper's status agrees (its `kernels:` lines)
 in_root btrfs-scan-gate status >"$logs/status.txt" 2>&1 || true

@@ -21,7 +21,7 @@ fst_log() { echo "fstests: [$(date -u +%T)] $*" >&2; }
 # directory ../shared/fstests beside the repository's root, when it exists.
 fst_locate_src() {
     local s=${BSG_FSTESTS_SRC:-} t
-    FST_SRC= FST_MISSING=
+    FST_SRC='' FST_MISSING=''
     if [ -z "$s" ]; then
         s=$FST_REPO/../shared/fstests
         if [ ! -e "$s" ]; then

@@ -1,0 +1,28 @@
+#!/bin/bash
+# gate.sh [LIST [WORKDIR]]: the fstests gate (CTest `fstests/gate` runs it with lists/ci): runs
+# LIST on the stock module (cached after the first run), the patched module and the patched module
+# with MOUNT_OPTIONS="-o virtual_fsid", one after the other, prints the table and judges it
+# (table.sh). Exit 0 the bar is met, 1 it is not or a run is incomplete, 77 a prerequisite is
+# missing (1 with CI=true; run.sh says which).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+list=$(realpath "${1:-$here/lists/ci}")
+work=${2:-${TMPDIR:-/var/tmp}/bsg-fstests/gate-$(basename "$list")}
+mkdir -p "$work"
+t0=$(date +%s)
+for c in stock patched patched-virtual; do
+    s=$(date +%s)
+    "$here/run.sh" "$c" "$list" "$work/$c"
+    rc=$?
+    echo "fstests-gate: $c: exit $rc after $(( $(date +%s) - s )) s"
+    case $rc in
+    0) ;;
+    77) exit 77 ;;
+    *) echo "fstests-gate: FAIL: the $c run is incomplete (see $work/$c/console.log)"; exit 1 ;;
+    esac
+done
+echo
+"$here/table.sh" "$work/stock" "$work/patched" "$work/patched-virtual" | tee "$work/table.md"
+rc=${PIPESTATUS[0]}
+echo "fstests-gate: $(basename "$list"): $(( $(date +%s) - t0 )) s in all; table: $work/table.md"
+exit "$rc"

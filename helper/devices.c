@@ -841,12 +841,9 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
         }
         if (in->n_anchor) {
                 bool on = f->disk && disk_listed(f->disk, in->anchor_disks, in->n_anchor);
+                /* no exception for a member of root=UUID=: its fsid, devid and generation are what
+                 * any media can copy (a multi-disk root beyond the anchor disk needs trusted_disk=) */
                 *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
-                if (!on && f->class_fixed && in->root_fsid && f->fsid && f->num_devices > 1 &&
-                    memcmp(f->fsid, in->root_fsid, BSG_UUID_SIZE) == 0) {
-                        *ret_why = "member of the multi-device root (root=UUID=), fixed storage";
-                        return true;
-                }
                 return on;
         }
         *ret_why = f->class_fixed ? "fallback: fixed storage" : f->class_why ? f->class_why : "not fixed storage";

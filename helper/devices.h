@@ -90,7 +90,6 @@ struct bsg_trust_inputs {
         size_t n_named_disks;
         const char *const *anchor_disks;
         size_t n_anchor; /* 0: no anchor, the fallback decides */
-        const uint8_t *root_fsid; /* root=UUID= of the command line, NULL if none */
 };
 
 /* What is known of one device's storage: from its read (struct bsg_dev) or its inventory record. */
@@ -100,19 +99,15 @@ struct bsg_trust_facts {
         const char *disk; /* sysfs path of its whole disk (a stacked device over one slave: the slave's) */
         bool class_known, class_fixed, stacked;
         const char *class_why;
-        const uint8_t *fsid;  /* its btrfs fsid and num_devices; NULL: not btrfs (or not known) */
-        uint64_t num_devices;
 };
 
 /* The one trust predicate (issue 18): whether the device F describes is trusted storage. Trusted: a
  * device or disk trusted_disk= NAMED (a named disk's partitions too), a stacked device (dm, md) whose
  * every slave is trusted, a device on a disk the boot names (the anchor), and, only where the boot
  * names no disk, the fallback: fixed storage by its class (not removable, USB, FireWire, SD card,
- * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, the fallback still
- * admits one thing: a member of a multi-device filesystem root=UUID= names, on fixed storage by its
- * class (a root over two internal disks must assemble in the initramfs; never more than the fallback
- * itself would trust). Descriptors the media writes
- * (labels, PARTUUIDs, serials) never enter here. A stacked device, or one whose class is not known (an
+ * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, nothing else: a
+ * root over a second internal disk needs trusted_disk= for it. Descriptors the media writes (labels,
+ * PARTUUIDs, fsids, devids, generations, serials) never enter here. A stacked device, or one whose class is not known (an
  * older inventory), is asked of sysfs; every other answer comes from F and IN alone. *RET_WHY says why
  * (a static string). */
 bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_inputs *in, const char **ret_why,

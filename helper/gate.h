@@ -91,7 +91,6 @@ struct ctx {
         char *named_disks[BSG_MAX_TRUSTED_DISKS]; /* the disks of trusted_devnums (sysfs paths) */
         size_t n_named_disks;
         struct bsg_trust_inputs trust_in; /* what every device's trust is decided from in this run */
-        uint8_t root_fsid[BSG_UUID_SIZE]; /* root=UUID= (trust_in.root_fsid points here when set) */
         dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
         size_t n_trusted_devnums;
         char errors[512];

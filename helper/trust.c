@@ -168,17 +168,9 @@ void decide_trust(struct ctx *c)
         }
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
-        /* root=UUID=: the members of a multi-device root on fixed storage (is_trusted_storage()) */
-        _cleanup_free_ char *root = NULL;
-        c->trust_in.root_fsid = NULL;
-        if (c->cmdline && bsg_cmdline_get(c->cmdline, strlen(c->cmdline), "root", &root) == 0 &&
-            strncmp(root, "UUID=", 5) == 0 && bsg_uuid_parse(root + 5, c->root_fsid) == 0)
-                c->trust_in.root_fsid = c->root_fsid;
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 bool by_config;
-                e->trust.fsid = e->pd.state == BSG_DEV_BTRFS ? e->pd.fsid : NULL;
-                e->trust.num_devices = e->pd.num_devices;
                 e->pd.untrusted = !is_trusted_storage(&e->trust, &c->trust_in, &e->trust_why, &by_config);
                 if (e->dev >= 0) {
                         struct bsg_dev *d = &c->devs.v[e->dev];

@@ -1790,10 +1790,9 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
-/* A desktop booted by systemd-boot (the ESP on sda names the anchor) whose root is a btrfs RAID1 over
- * sda2 and sdb1, named root=UUID=: the member on the second internal disk is trusted as a member of
- * the multi-device root on fixed storage, so the root assembles in the initramfs; without root=UUID=
- * naming it, that disk is untrusted like any disk the boot does not name. */
+/* A root over two internal disks (root=UUID=, raid1 over sda2 and sdb1) with an anchor (the ESP on
+ * sda): the boot names sda only, so sdb needs trusted_disk= (an fsid is what any media can copy: it
+ * never grants trust, review A1-A5); with it the root assembles, the MMC card does not join. */
 static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
 {
         static const DevSpec devs[] = {
@@ -1807,7 +1806,7 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, G_N_ELEMENTS(devs));
         world_add(f, &anchor_card);
-        set_config(f, "");
+        set_config(f, "trusted_disk=/dev/sdb\n");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
         run_boot(f);
@@ -1821,16 +1820,74 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
         run_udev(f, &anchor_card, &r, FALSE);
         assert_kv(&r, "TRUSTED", "0");
         run_clear(&r);
-        /* the root named otherwise: the second disk is just a disk the boot does not name */
+        /* without trusted_disk=: the second disk is a disk the boot does not name, root=UUID= or not */
         remove_tree(f->rundir);
         g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
         kernel_reset();
-        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root1 ro");
+        set_config(f, "");
         run_udev(f, &devs[2], &r, FALSE);
         assert_kv(&r, "TRUSTED", "0");
         assert_kv(&r, "DECISION", "skip");
-        assert_kv(&r, "REASON", "removable-clone"); /* untrusted, with the fsid of trusted storage */
         run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
+}
+
+/* Review A1/A4/A5: an MMC card (class-fixed, the kind of media the anchor excludes) carrying a
+ * superblock with the fsid root=UUID= names is never trusted or scanned: a copy of the second member
+ * (A1), one with a higher generation next to the real members (A4, which would knock the real member
+ * out), a single-device root's copy claiming num_devices=2 (A5). */
+static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
+{
+        const char *which = data;
+        static const DevSpec raid[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "raid-1", .partlabel = "root1"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "raid-2", .partlabel = "root2"},
+        };
+        static const DevSpec one[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root1"},
+        };
+        static const DevSpec card_copy = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "raid-2"};
+        static const DevSpec card_newer = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1,
+                                           .image = "raid-2-newer"};
+        static const DevSpec card_nd2 = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "rootfs-nd2"};
+        const gboolean single = g_strcmp0(which, "single") == 0, newer = g_strcmp0(which, "newer") == 0;
+        const DevSpec *devs = single ? one : raid;
+        const DevSpec *card = single ? &card_nd2 : newer ? &card_newer : &card_copy;
+        /* copy: the real second member is absent (the card stands in for it) */
+        gsize n = single ? G_N_ELEMENTS(one) : newer ? G_N_ELEMENTS(raid) : 2;
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add_all(f, devs, n);
+        world_add(f, card);
+        set_config(f, newer ? "trusted_disk=/dev/sdb\n" : "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, single ? "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro"
+                              : "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
+        run_boot(f);
+        for (gsize i = 0; i <= n; i++) {
+                const DevSpec *s = i < n ? &devs[i] : card;
+                run_udev(f, s, &r, FALSE);
+                if (s == card) {
+                        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+                        assert_kv(&r, "TRUSTED", "0");
+                        assert_kv(&r, "DECISION", "skip");
+                } else if (i > 0) {
+                        assert_kv(&r, "TRUSTED", "1");
+                }
+                run_clear(&r);
+        }
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/mmcblk2p1"));
+        g_assert_false(g_strv_contains((const char *const *)items, "/dev/sda2"));
+        if (newer)
+                g_assert_false(g_strv_contains((const char *const *)items, "/dev/sdb1"));
 }
 
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
@@ -3233,6 +3290,12 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        g_test_add("/helper/trust/anchor-card-root-fsid", Fixture, "copy", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
+        g_test_add("/helper/trust/anchor-card-root-fsid-newer", Fixture, "newer", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
+        g_test_add("/helper/trust/anchor-card-root-fsid-single", Fixture, "single", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

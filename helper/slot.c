@@ -291,12 +291,23 @@ static bool on_disk(const struct bsg_partition *p, const char *disk)
         return disk && p->disk && streq(p->disk, disk);
 }
 
-/* One source's spec (PARTUUID=... or a path) against PARTS: see bsg_boot_anchor(). */
-static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_partition *parts, size_t n,
-                                          const char *root_disk, size_t *ret_index)
+static void anchor_add_disk(struct bsg_anchor *a, const char *disk)
 {
-        size_t hits = 0, hit = SIZE_MAX, on_root = 0, root_hit = SIZE_MAX;
-        const char *v;
+        for (size_t i = 0; i < a->n_disks; i++)
+                if (streq(a->disks[i], disk))
+                        return;
+        if (a->n_disks < ELEMENTSOF(a->disks))
+                a->disks[a->n_disks++] = disk;
+}
+
+/* One source's spec (PARTUUID=... or a path) against PARTS: see bsg_boot_anchor(). AMBIGUOUS: the
+ * candidates' disks are added to it. */
+static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_partition *parts, size_t n,
+                                          const char *root_disk, size_t *ret_index, struct bsg_anchor *ambiguous)
+{
+        size_t hits = 0, hit = SIZE_MAX, on_root = 0, root_hit = SIZE_MAX, n_disks = 0;
+        bool hotplug = false, no_disk = false;
+        const char *v, *first_disk = NULL;
         bool by_path;
 
         if (strncmp(spec, "PARTUUID=", 9) == 0)
@@ -311,37 +322,45 @@ static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_par
                 const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
                 if (!f || (by_path ? !streq(f, v) : strcasecmp(f, v) != 0))
                         continue;
+                /* hot-pluggable media is no candidate (unless the root is mounted from it) */
+                if (parts[i].untrusted && !on_disk(&parts[i], root_disk)) {
+                        hotplug = true;
+                        continue;
+                }
+                if (!parts[i].disk) {
+                        no_disk = true;
+                        continue;
+                }
                 hits++;
                 hit = i;
+                /* distinct disks, not entries */
+                if (!first_disk)
+                        first_disk = parts[i].disk, n_disks = 1;
+                else if (!streq(first_disk, parts[i].disk))
+                        n_disks = 2;
                 if (on_disk(&parts[i], root_disk)) {
                         on_root++;
                         root_hit = i;
                 }
         }
         if (hits == 0)
-                return BSG_ANCHOR_NOT_FOUND;
-        if (hits > 1) {
-                /* a stick (or a second disk) carries the same name: only the disk the kernel mounted
-                 * the root from can tell them apart */
-                if (on_root != 1)
+                return no_disk ? BSG_ANCHOR_NO_DISK : hotplug ? BSG_ANCHOR_HOTPLUG : BSG_ANCHOR_NOT_FOUND;
+        if (n_disks > 1) {
+                /* a second fixed disk carries the same name: only the disk the kernel mounted the root
+                 * from can tell them apart */
+                if (on_root == 0) {
+                        for (size_t i = 0; i < n; i++) {
+                                const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
+                                if (f && parts[i].disk && !parts[i].untrusted &&
+                                    (by_path ? streq(f, v) : strcasecmp(f, v) == 0))
+                                        anchor_add_disk(ambiguous, parts[i].disk);
+                        }
                         return BSG_ANCHOR_AMBIGUOUS;
+                }
                 hit = root_hit;
         }
-        if (!parts[hit].disk)
-                return BSG_ANCHOR_NO_DISK;
-        if (parts[hit].untrusted && !on_disk(&parts[hit], root_disk))
-                return BSG_ANCHOR_HOTPLUG;
         *ret_index = hit;
         return BSG_ANCHOR_RESOLVED;
-}
-
-static void anchor_add_disk(struct bsg_anchor *a, const char *disk)
-{
-        for (size_t i = 0; i < a->n_disks; i++)
-                if (streq(a->disks[i], disk))
-                        return;
-        if (a->n_disks < ELEMENTSOF(a->disks))
-                a->disks[a->n_disks++] = disk;
 }
 
 void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev_t *rauc_devnums, size_t n_rauc,
@@ -356,13 +375,13 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                 {BSG_ANCHOR_RD_STEAMOS_EFI, "rd.steamos.efi"},
                 {BSG_ANCHOR_ROOT, "root"},
         };
-        struct bsg_anchor a = {0};
+        struct bsg_anchor a = {0}, amb = {0};
         char spec[64];
         size_t idx;
 
         if (!isempty(loader_partuuid) && strlen(loader_partuuid) < 40) {
                 snprintf(spec, sizeof(spec), "PARTUUID=%s", loader_partuuid);
-                a.result[BSG_ANCHOR_LOADER] = anchor_spec(spec, parts, n_parts, root_disk, &idx);
+                a.result[BSG_ANCHOR_LOADER] = anchor_spec(spec, parts, n_parts, root_disk, &idx, &amb);
                 if (a.result[BSG_ANCHOR_LOADER] == BSG_ANCHOR_RESOLVED)
                         a.part[BSG_ANCHOR_LOADER] = idx;
         }
@@ -373,7 +392,7 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                         continue;
                 if (s == BSG_ANCHOR_ROOT && strncmp(v, "PARTUUID=", 9) != 0)
                         continue; /* root=UUID=, PARTLABEL=, /dev/...: what a copy carries, or a kernel name */
-                a.result[s] = anchor_spec(v, parts, n_parts, root_disk, &idx);
+                a.result[s] = anchor_spec(v, parts, n_parts, root_disk, &idx, &amb);
                 if (a.result[s] == BSG_ANCHOR_RESOLVED)
                         a.part[s] = idx;
         }
@@ -400,5 +419,14 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
         for (size_t s = 0; s < BSG_ANCHOR_RAUC; s++)
                 if (a.result[s] == BSG_ANCHOR_RESOLVED)
                         anchor_add_disk(&a, parts[a.part[s]].disk);
+        /* nothing resolved, something ambiguous: the fixed disks that carry the name and the disk
+         * the root is mounted from, never the whole fallback */
+        if (a.n_disks == 0 && amb.n_disks > 0) {
+                a.ambiguous = true;
+                for (size_t i = 0; i < amb.n_disks; i++)
+                        anchor_add_disk(&a, amb.disks[i]);
+                if (root_disk)
+                        anchor_add_disk(&a, root_disk);
+        }
         *ret = a;
 }

@@ -39,7 +39,7 @@ void load_trusted_disks(struct ctx *c)
 
 const char *trust_source(const struct ctx *c)
 {
-        return c->anchor.n_disks ? "boot-disk" : "fallback";
+        return c->anchor.ambiguous ? "boot-disk-ambiguous" : c->anchor.n_disks ? "boot-disk" : "fallback";
 }
 
 /* What each source of the anchor said, "root=ambiguous, LoaderDevicePartUUID=resolved", into BUF. */
@@ -60,7 +60,13 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
         char sources[256];
 
         anchor_sources(c, sources, sizeof(sources));
-        if (c->anchor.n_disks)
+        if (c->anchor.ambiguous)
+                snprintf(buf, size,
+                         "trust: from the boot, ambiguous (%s): only the %zu fixed disk(s) that carry the name "
+                         "(and the disk the root is mounted from), %zu disk(s) named by trusted_disk=, dm/md over "
+                         "them; everything else is untrusted",
+                         sources, c->anchor.n_disks, c->n_trusted_devnums);
+        else if (c->anchor.n_disks)
                 snprintf(buf, size,
                          "trust: from the boot: %zu disk(s) the boot names (%s), %zu disk(s) named by trusted_disk=, "
                          "dm/md over them; everything else is untrusted",
@@ -103,14 +109,19 @@ void load_loader_partuuid(struct ctx *c)
         }
 }
 
-/* The disk the mounted root is on (its source's entry), or NULL. */
+/* The disk the mounted root is on, or NULL: by device number, the kernel's facts (mountinfo's MAJ:MIN;
+ * for btrfs, whose is anonymous, the device the kernel recorded as the source, when it is a block
+ * device: never a name alone such as /dev/root). */
 static const char *mounted_root_disk(const struct ctx *c)
 {
         struct stat st;
-        bool have_st = c->root_source && stat(c->root_source, &st) == 0 && S_ISBLK(st.st_mode);
+        dev_t devnum = c->mountinfo ? bsg_mountinfo_root_devnum(c->mountinfo) : 0;
 
-        for (size_t i = 0; c->root_source && i < c->n; i++)
-                if (streq_ptr(c->e[i].devnode, c->root_source) || (have_st && c->e[i].devnum == st.st_rdev))
+        if (!devnum && c->root_source && !streq(c->root_source, "/dev/root") && stat(c->root_source, &st) == 0 &&
+            S_ISBLK(st.st_mode))
+                devnum = st.st_rdev;
+        for (size_t i = 0; devnum && i < c->n; i++)
+                if (c->e[i].devnum == devnum)
                         return c->e[i].disk;
         return NULL;
 }
@@ -147,9 +158,11 @@ void decide_trust(struct ctx *c)
          * trust verb, run for every device without btrfs, leaves it to the btrfs events) */
         for (size_t s = 0; c->verb != VERB_TRUST && s < _BSG_ANCHOR_SOURCE_MAX; s++) {
                 if (c->anchor.result[s] == BSG_ANCHOR_AMBIGUOUS)
-                        log_msg("%s names partitions on more than one disk (a copy of its partition table?): not "
-                                "used to find the disk that booted",
-                                bsg_anchor_source_name(s));
+                        log_msg("%s names partitions on more than one fixed disk (a copy of its partition "
+                                "table?): %s",
+                                bsg_anchor_source_name(s),
+                                c->anchor.ambiguous ? "only those disks are trusted (never the fallback)"
+                                                    : "not used to find the disk that booted");
                 else if (c->anchor.result[s] == BSG_ANCHOR_HOTPLUG)
                         log_msg("%s names a partition on hot-pluggable media only: not used to find the disk that "
                                 "booted",

@@ -1725,10 +1725,13 @@ static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
         anchor_world(f);
         world_add(f, &copy);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
-        anchor_check(f, "scan", "fallback");
+        /* ambiguous between two fixed disks: both are the anchor, the card is not (was: the fallback,
+         * which trusted the card) */
+        anchor_check(f, "skip", "boot-disk-ambiguous");
         run_helper(f, &r, status_args);
-        g_assert_nonnull(strstr(r.err, "root names partitions on more than one disk"));
+        g_assert_nonnull(strstr(r.err, "root names partitions on more than one fixed disk"));
         g_assert_nonnull(strstr(r.out, "root ambiguous"));
+        g_assert_nonnull(strstr(r.out, "trust: from the boot, ambiguous"));
         run_clear(&r);
         /* the kernel mounted the root from sda4: that disk is the one that booted */
         const char *mounts[] = {"/dev/sda4", "/", NULL};
@@ -1741,6 +1744,50 @@ static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
         assert_kv(&r, "TRUSTED", "0");
         assert_kv(&r, "TRUST_SOURCE", "boot-disk");
         run_clear(&r);
+}
+
+/* Review A3: a USB stick plugged at run time with a copy of the ESP's PARTUUID (LoaderDevicePartUUID),
+ * root=UUID= (a desktop): the stick is no candidate, so the ESP's disk stays the anchor and the MMC
+ * card stays untrusted (was: ambiguous, the fallback, the card trusted); the same with the mounted
+ * root named /dev/root or /dev/sda2 in mountinfo. */
+static void test_trust_anchor_stick_copies_esp(Fixture *f, gconstpointer data)
+{
+        static const DevSpec devs[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root"},
+        };
+        static const DevSpec stick = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "esp",
+                                      .partuuid = SDA1_PARTUUID};
+        const char *mode = data;
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        trust_add(f, "sdc", "pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block", NULL);
+        world_add_all(f, devs, G_N_ELEMENTS(devs));
+        set_config(f, "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro");
+        if (*mode) {
+                const char *mounts[] = {mode, "/", NULL};
+                set_mountinfo(f, mounts);
+        }
+        run_boot(f);
+        world_add(f, &stick);
+        run_udev(f, &stick, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        g_assert_null(strstr(r.err, "more than one"));
+        run_clear(&r);
+        world_add(f, &anchor_card);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "0");
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
 }
 
 /* The first coldplug (no `boot`, no udev database: the kernel's uevent files carry no PARTUUID) with
@@ -3290,6 +3337,12 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        g_test_add("/helper/trust/anchor-stick-copies-esp", Fixture, "", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
+        g_test_add("/helper/trust/anchor-stick-copies-esp-devroot", Fixture, "/dev/root", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
+        g_test_add("/helper/trust/anchor-stick-copies-esp-mounted", Fixture, "/dev/sda2", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
         g_test_add("/helper/trust/anchor-card-root-fsid", Fixture, "copy", fixture_setup,
                    test_trust_anchor_card_root_fsid, fixture_teardown);
         g_test_add("/helper/trust/anchor-card-root-fsid-newer", Fixture, "newer", fixture_setup,

@@ -887,6 +887,28 @@ static void dev_set_class(struct bsg_dev *d)
         }
 }
 
+uint64_t bsg_devnum_diskseq(dev_t devnum)
+{
+        char path[96], v[32];
+        struct stat st;
+        int fd;
+        ssize_t l;
+
+        /* a partition's is its disk's (the directory above it) */
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        bool part = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%sdiskseq", major(devnum), minor(devnum),
+                 part ? "../" : "");
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return 0;
+        l = read(fd, v, sizeof(v) - 1);
+        close(fd);
+        if (l <= 0)
+                return 0;
+        v[l] = '\0';
+        return strtoull(v, NULL, 10);
+}
+
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked)
 {
         struct bsg_dev d = {0};

@@ -120,6 +120,8 @@ void bsg_devs_set_class(struct bsg_devs *devs);
 /* The class of the device DEVNUM from sysfs (what bsg_devs_set_class() sets), for an inventory record
  * of an older helper. Returns 0, -ENODEV (no such device), -ENOMEM. */
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked);
+/* The diskseq of DEVNUM's disk now (sysfs; a partition: its disk's), 0 if unknown. */
+uint64_t bsg_devnum_diskseq(dev_t devnum);
 
 /* is_trusted_storage() from sysfs alone, of a device known by its number only: false if sysfs has no
  * such device. */

@@ -1937,6 +1937,61 @@ static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
                 g_assert_false(g_strv_contains((const char *const *)items, "/dev/sdb1"));
 }
 
+/* Review A6: the fixed disk sdb is replaced at the same major:minor by removable media whose remove
+ * event was lost (the inventory still holds the fixed disk's record, class fixed). The record's
+ * diskseq differs from sysfs's: its class is not taken, the device is judged now: untrusted, never
+ * scanned, listed (was: `scan unique`, empty skip_scan). */
+static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
+{
+        static const DevSpec fixed = {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home"};
+        static const DevSpec stick = {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home", .removable = TRUE};
+        static const DevSpec root = {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs"};
+        const char *dry[] = {"-v", "--dry-run", "reconcile", NULL};
+        const char *rec[] = {"-v", "reconcile", NULL};
+        Run r;
+
+        set_config(f, "");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=x ro");
+        world_add(f, &root);
+        world_add(f, &fixed);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb"), "diskseq", "5");
+        run_boot(f);
+        /* sdb and sdb1 go away without a remove event (sysfs only), and come back removable */
+        umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, "sdb1"));
+        umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, "sdb"));
+        g_hash_table_remove(f->syspaths, "sdb1");
+        g_hash_table_remove(f->syspaths, "sdb");
+        const char *sys = umockdev_testbed_get_sys_dir(tb);
+        const char *rel[] = {"class/block/sdb", "class/block/sdb1", "block/sdb", "block/sdb1", NULL};
+        for (int i = 0; rel[i]; i++) {
+                g_autofree char *pth = g_build_filename(sys, rel[i], NULL);
+                (void)unlink(pth);
+        }
+        g_autofree char *dd = g_build_filename(sys, "dev/block", NULL);
+        GDir *dir = g_dir_open(dd, 0, NULL);
+        const char *nm;
+        while (dir && (nm = g_dir_read_name(dir))) {
+                g_autofree char *pth = g_build_filename(dd, nm, NULL);
+                if (!g_file_test(pth, G_FILE_TEST_EXISTS))
+                        (void)unlink(pth);
+        }
+        if (dir)
+                g_dir_close(dir);
+        world_add(f, &stick);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb"), "diskseq", "9");
+        kernel_reset();
+        run_helper(f, &r, dry);
+        g_test_message("dry-run: %s", r.out);
+        g_assert_null(strstr(r.out, "/dev/sdb1 scan"));
+        run_clear(&r);
+        run_helper(f, &r, rec);
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1"));
+}
+
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
 static void inventory_clear_flags(Fixture *f, unsigned bits)
 {
@@ -3337,6 +3392,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);
         g_test_add("/helper/trust/anchor-stick-copies-esp", Fixture, "", fixture_setup,
                    test_trust_anchor_stick_copies_esp, fixture_teardown);
         g_test_add("/helper/trust/anchor-stick-copies-esp-devroot", Fixture, "/dev/root", fixture_setup,

@@ -127,18 +127,27 @@ static const struct bsg_partition *resolve(const char *spec, const struct bsg_pa
         return resolve_in(spec, parts, n, false);
 }
 
+#define EFI_VARIABLE_NON_VOLATILE 0x1
+
 int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37])
 {
         char s[37];
         size_t n = 0;
 
+        if (len < 4)
+                return -EINVAL;
+        /* systemd-boot sets it volatile (BOOTSERVICE_ACCESS|RUNTIME_ACCESS); after ExitBootServices
+         * the OS cannot create a volatile variable, so a non-volatile one was written by the OS */
+        if (data[0] & EFI_VARIABLE_NON_VOLATILE)
+                return -EPERM;
         for (size_t i = 4; i + 1 < len && n < 36; i += 2) {
                 if (data[i + 1] != 0 || data[i] == 0)
                         break;
                 s[n++] = (char)tolower(data[i]);
         }
         s[n] = '\0';
-        if (n != 36)
+        /* 36 characters, a UTF-16 NUL, nothing after it */
+        if (n != 36 || len != 4 + 2 * 37 || data[4 + 72] != 0 || data[4 + 73] != 0)
                 return -EINVAL;
         for (size_t i = 0; i < 36; i++)
                 if ((i == 8 || i == 13 || i == 18 || i == 23) ? s[i] != '-' : !isxdigit((unsigned char)s[i]))

@@ -93,8 +93,9 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                      const struct bsg_partition *parts, size_t n_parts, const char *root_disk,
                      struct bsg_anchor *ret);
 
-/* The GUID of an EFI variable holding a UTF-16LE string (4 attribute bytes first, as efivarfs shows
- * it), as lower-case ASCII into RET (37 bytes). Returns 0 or -EINVAL. */
+/* The GUID of an EFI variable holding a NUL-terminated UTF-16LE string (4 attribute bytes first, as
+ * efivarfs shows it; nothing after the NUL), as lower-case ASCII into RET (37 bytes). Returns 0,
+ * -EPERM (EFI_VARIABLE_NON_VOLATILE set: systemd-boot's is volatile, so the OS wrote it) or -EINVAL. */
 int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37]);
 
 /* Where the active slot came from. */

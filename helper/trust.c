@@ -81,8 +81,9 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
 
 #define LOADER_DEVICE_PARTUUID "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
-/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, then a UTF-16LE GUID): absent is
- * nothing; unreadable or malformed is said and left out (the disk that booted is then not known from
+/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, volatile, then a NUL-terminated
+ * UTF-16LE GUID): absent is nothing; unreadable, non-volatile (written by the OS) or malformed is said
+ * and left out (the disk that booted is then not known from
  * it, never guessed). */
 void load_loader_partuuid(struct ctx *c)
 {
@@ -102,10 +103,15 @@ void load_loader_partuuid(struct ctx *c)
                         strerror(-r));
                 return;
         }
-        if (bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid) < 0) {
+        r = bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
+        if (r == -EPERM) {
                 c->loader_partuuid[0] = '\0';
-                log_msg("%s: not a partition GUID in UTF-16LE (%zu bytes), ignoring it (the disk that booted is "
-                        "not known from it)", path, len);
+                log_msg("%s: non-volatile (systemd-boot sets it volatile; the running system wrote this one), "
+                        "ignoring it (the disk that booted is not known from it)", path);
+        } else if (r < 0) {
+                c->loader_partuuid[0] = '\0';
+                log_msg("%s: not a partition GUID in UTF-16LE with its NUL and nothing after (%zu bytes), "
+                        "ignoring it (the disk that booted is not known from it)", path, len);
         }
 }
 

@@ -1666,7 +1666,8 @@ static void efivar_write(Fixture *f, const char *ascii, gssize cut)
         g_autofree char *path =
                 g_build_filename(dir, "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", NULL);
         GByteArray *b = g_byte_array_new();
-        const guint8 attr[4] = {7, 0, 0, 0}, zero = 0;
+        /* BOOTSERVICE_ACCESS|RUNTIME_ACCESS, volatile: as systemd-boot sets it */
+        const guint8 attr[4] = {6, 0, 0, 0}, zero = 0;
         g_byte_array_append(b, attr, 4);
         for (const char *p = ascii; *p; p++) {
                 g_byte_array_append(b, (const guint8 *)p, 1);

@@ -483,7 +483,9 @@ struct efivar_case {
         const char *name;
         const char *bytes; /* after the 4 attribute bytes, as ASCII that the test widens to UTF-16LE */
         bool truncate_last;
-        const char *want; /* NULL: -EINVAL */
+        const char *want; /* NULL: -EINVAL (or -EPERM where non_volatile) */
+        bool non_volatile, no_nul;
+        const char *junk; /* after the NUL, ASCII widened */
 };
 
 static const struct efivar_case efivar_cases[] = {
@@ -493,22 +495,29 @@ static const struct efivar_case efivar_cases[] = {
         {"cut-in-the-middle", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", true, NULL},
         {"not-ascii", "4A67B082-0A4C-41CF-B6C7-440B29BB8C" "\xc4" "F", false, NULL},
         {"empty", "", false, NULL},
+        /* review: attributes 7 (NON_VOLATILE): written by the running system, ignored */
+        {"non-volatile", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, true},
+        {"no-nul", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, false, true},
+        {"junk-after-nul", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, false, false, "x"},
+        {"longer", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F0", false, NULL},
 };
 
 static void efivar_one(const struct efivar_case *t)
 {
-        uint8_t buf[4 + 2 * 64 + 2] = {7, 0, 0, 0};
-        size_t n = strlen(t->bytes), len = 4 + 2 * n + 2;
+        uint8_t buf[4 + 2 * 64 + 2 + 2 * 8] = {t->non_volatile ? 7 : 6, 0, 0, 0};
+        size_t n = strlen(t->bytes), len = 4 + 2 * n + (t->no_nul ? 0 : 2);
         char out[37];
 
         check_case = t->name;
         for (size_t i = 0; i < n; i++)
                 buf[4 + 2 * i] = (uint8_t)t->bytes[i];
+        for (size_t i = 0; t->junk && t->junk[i]; i++, len += 2)
+                buf[len] = (uint8_t)t->junk[i];
         if (t->truncate_last)
                 len = 4 + 2 * n - 3;
         int r = bsg_efivar_guid(buf, len, out);
         if (!t->want)
-                CHECK(r == -EINVAL);
+                CHECK(r == (t->non_volatile ? -EPERM : -EINVAL));
         else {
                 CHECK(r == 0);
                 if (r == 0)

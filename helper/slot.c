@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cmdline.h"
+#include "config.h"
 #include "slot.h"
 #include "util.h"
 
@@ -321,10 +322,10 @@ static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_par
 
         if (strncmp(spec, "PARTUUID=", 9) == 0)
                 v = spec + 9, by_path = false;
-        else if (spec[0] == '/')
-                v = spec, by_path = true;
+        else if (spec[0] == '/' && !bsg_is_content_link(spec))
+                v = spec, by_path = true; /* a kernel name; never a link the media names */
         else
-                return BSG_ANCHOR_ABSENT; /* PARTLABEL=, UUID=: a copy carries them */
+                return BSG_ANCHOR_ABSENT; /* PARTLABEL=, UUID=, by-label/...: a copy carries them */
         if (isempty(v))
                 return BSG_ANCHOR_ABSENT;
         for (size_t i = 0; i < n; i++) {

@@ -152,8 +152,21 @@ void decide_trust(struct ctx *c)
                         };
                 }
                 const char *root_disk = mounted_root_disk(c);
-                bsg_boot_anchor(c->cmdline, c->loader_partuuid, c->rauc_rdev, c->rauc_rdev ? c->rauc.n : 0, parts,
-                                c->n, root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
+                /* RAUC's device= through a link the media names (by-label, by-partlabel, by-uuid,
+                 * by-partuuid) anchors nothing (its slot is still found by it) */
+                size_t n_rauc = c->rauc_rdev ? c->rauc.n : 0;
+                _cleanup_free_ dev_t *rauc_anchor = calloc(n_rauc + 1, sizeof(dev_t));
+                if (!rauc_anchor)
+                        n_rauc = 0; /* out of memory: RAUC names no disk (never more trust) */
+                for (size_t i = 0; i < n_rauc; i++) {
+                        rauc_anchor[i] = bsg_is_content_link(c->rauc.v[i].device) ? 0 : c->rauc_rdev[i];
+                        if (!rauc_anchor[i] && c->rauc_rdev[i] && c->verb == VERB_BOOT)
+                                log_msg("RAUC device=%s: a by-label, by-partlabel, by-uuid or by-partuuid link is "
+                                        "named by the media: not used to find the disk that booted (name it "
+                                        "by-path or by-id)", c->rauc.v[i].device);
+                }
+                bsg_boot_anchor(c->cmdline, c->loader_partuuid, rauc_anchor, n_rauc, parts, c->n,
+                                root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
         } else {
                 /* out of memory: no anchor, the fallback decides (as where the boot names no disk) */
                 log_msg("cannot work out the disk that booted, trust from the fallback: %s", strerror(ENOMEM));

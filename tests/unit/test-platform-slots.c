@@ -383,6 +383,11 @@ static const struct anchor_case anchor_cases[] = {
          BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
         {"stick-copies-loader", "quiet", "cccccccc-0000-0000-0000-000000000001", 8, 0, NULL, "disk0",
          BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
+        /* review finding 5: a link the media names anchors nothing (a kernel name does) */
+        {"steamos-efi-by-partlabel", "steamos.efi=/dev/disk/by-partlabel/efi-A", NULL, 7, 0, NULL, "",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        {"steamos-efi-kernel-name", "steamos.efi=/dev/vda1", NULL, 7, 0, NULL, "disk0", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_ABSENT},
         /* two entries of one partition are one disk, not two */
         {"same-disk-two-entries", "root=PARTUUID=cccccccc-0000-0000-0000-000000000001", NULL, 9, 0, NULL, "disk0",
          BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},

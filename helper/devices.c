@@ -931,6 +931,12 @@ int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *
         return 0;
 }
 
+bool bsg_dev_class_fixed(struct bsg_dev *d)
+{
+        dev_set_class(d);
+        return d->class_fixed;
+}
+
 void bsg_devs_set_class(struct bsg_devs *devs)
 {
         for (size_t i = 0; i < devs->n; i++)
@@ -1229,9 +1235,11 @@ static size_t probe_table(int fd, char *out, size_t size)
 
         if (!pr)
                 return 0;
-        if (blkid_probe_set_device(pr, fd, 0, 0) == 0) {
-                blkid_probe_enable_superblocks(pr, 0);
-                blkid_probe_enable_partitions(pr, 1);
+        /* GPT and MBR only: not every parser libblkid has over media nobody vouches for */
+        char *types[] = {"gpt", "dos", NULL};
+        if (blkid_probe_set_device(pr, fd, 0, 0) == 0 && blkid_probe_enable_superblocks(pr, 0) == 0 &&
+            blkid_probe_enable_partitions(pr, 1) == 0 &&
+            blkid_probe_filter_partitions_type(pr, BLKID_FLTR_ONLYIN, types) == 0) {
                 blkid_partlist ls = blkid_probe_get_partitions(pr);
                 int n = ls ? blkid_partlist_numof_partitions(ls) : 0;
                 for (int i = 0; i < n; i++) {

@@ -116,6 +116,8 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
 /* Sets class_known, class_fixed, class_why and stacked of every device (after the udev properties:
  * ID_BUS). Reads sysfs. */
 void bsg_devs_set_class(struct bsg_devs *devs);
+/* Sets D's class now (from sysfs, without the udev properties yet) and returns whether it is fixed. */
+bool bsg_dev_class_fixed(struct bsg_dev *d);
 
 /* The class of the device DEVNUM from sysfs (what bsg_devs_set_class() sets), for an inventory record
  * of an older helper. Returns 0, -ENODEV (no such device), -ENOMEM. */

@@ -223,7 +223,9 @@ void mark_table_probes(struct ctx *c)
                 return;
         for (size_t i = 0; i < c->devs.n; i++) {
                 struct bsg_dev *disk = &c->devs.v[i];
-                if (!disk->partitioned || disk->skip_read || !disk->syspath)
+                /* only disks the fallback's class test takes for fixed: a stick's table is no
+                 * candidate for the anchor anyway, and is not worth a parser run */
+                if (!disk->partitioned || disk->skip_read || !disk->syspath || !bsg_dev_class_fixed(disk))
                         continue;
                 size_t l = strlen(disk->syspath);
                 for (size_t k = 0; k < c->devs.n && !disk->probe_table; k++) {

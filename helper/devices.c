@@ -785,6 +785,10 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const struct bsg
                 *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
                 return on;
         }
+        if (in && in->narrow) {
+                *ret_why = "the disk that booted could not be worked out: only trusted_disk=";
+                return false;
+        }
         if (bus_hotplug) {
                 *ret_why = "USB or FireWire (ID_BUS)";
                 return false;
@@ -845,6 +849,10 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
                  * any media can copy (a multi-disk root beyond the anchor disk needs trusted_disk=) */
                 *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
                 return on;
+        }
+        if (in->narrow) {
+                *ret_why = "the disk that booted could not be worked out: only trusted_disk=";
+                return false;
         }
         *ret_why = f->class_fixed ? "fallback: fixed storage" : f->class_why ? f->class_why : "not fixed storage";
         return f->class_fixed;

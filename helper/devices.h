@@ -89,7 +89,10 @@ struct bsg_trust_inputs {
         const char *const *named_disks;
         size_t n_named_disks;
         const char *const *anchor_disks;
-        size_t n_anchor; /* 0: no anchor, the fallback decides */
+        size_t n_anchor; /* 0: no anchor, the fallback decides (unless NARROW) */
+        /* a source of the anchor is present but could not be resolved (unreadable EFI variable, out
+         * of memory): no anchor, and no fallback either: only trusted_disk= and stacks over it */
+        bool narrow;
 };
 
 /* What is known of one device's storage: from its read (struct bsg_dev) or its inventory record. */

@@ -86,6 +86,7 @@ struct ctx {
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        bool loader_unreadable;         /* LoaderDevicePartUUID exists but could not be read (EACCES, EIO) */
         struct bsg_anchor anchor;       /* the disks the boot names (trust anchor), over the entries */
         char *anchor_disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* copies of anchor.disks */
         char *named_disks[BSG_MAX_TRUSTED_DISKS]; /* the disks of trusted_devnums (sysfs paths) */

@@ -39,7 +39,10 @@ void load_trusted_disks(struct ctx *c)
 
 const char *trust_source(const struct ctx *c)
 {
-        return c->anchor.ambiguous ? "boot-disk-ambiguous" : c->anchor.n_disks ? "boot-disk" : "fallback";
+        /* what the decision used (trust_in), not what the anchor found */
+        if (c->trust_in.n_anchor)
+                return c->anchor.ambiguous ? "boot-disk-ambiguous" : "boot-disk";
+        return c->trust_in.narrow ? "trusted-disk-only" : "fallback";
 }
 
 /* What each source of the anchor said, "root=ambiguous, LoaderDevicePartUUID=resolved", into BUF. */
@@ -60,13 +63,18 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
         char sources[256];
 
         anchor_sources(c, sources, sizeof(sources));
-        if (c->anchor.ambiguous)
+        if (!c->trust_in.n_anchor && c->trust_in.narrow)
+                snprintf(buf, size,
+                         "trust: the disk that booted could not be worked out (%s): only the %zu disk(s) named by "
+                         "trusted_disk= and dm/md over them; everything else is untrusted",
+                         sources[0] ? sources : "a source present but unreadable", c->n_trusted_devnums);
+        else if (c->anchor.ambiguous)
                 snprintf(buf, size,
                          "trust: from the boot, ambiguous (%s): only the %zu fixed disk(s) that carry the name "
                          "(and the disk the root is mounted from), %zu disk(s) named by trusted_disk=, dm/md over "
                          "them; everything else is untrusted",
                          sources, c->anchor.n_disks, c->n_trusted_devnums);
-        else if (c->anchor.n_disks)
+        else if (c->trust_in.n_anchor)
                 snprintf(buf, size,
                          "trust: from the boot: %zu disk(s) the boot names (%s), %zu disk(s) named by trusted_disk=, "
                          "dm/md over them; everything else is untrusted",
@@ -99,8 +107,11 @@ void load_loader_partuuid(struct ctx *c)
         if (r == -ENOENT || r == -ENOTDIR)
                 return;
         if (r < 0) {
-                log_msg("cannot read %s, ignoring it (the disk that booted is not known from it): %s", path,
-                        strerror(-r));
+                /* there but unreadable (EACCES, EIO): a source that cannot be resolved narrows trust
+                 * (absent, as in an initramfs without efivarfs, is no source) */
+                c->loader_unreadable = true;
+                log_msg("cannot read %s: %s; only trusted_disk= is trusted unless another source names the "
+                        "disk that booted", path, strerror(-r));
                 return;
         }
         r = bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
@@ -168,10 +179,11 @@ void decide_trust(struct ctx *c)
                 bsg_boot_anchor(c->cmdline, c->loader_partuuid, rauc_anchor, n_rauc, parts, c->n,
                                 root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
         } else {
-                /* out of memory: no anchor, the fallback decides (as where the boot names no disk) */
-                log_msg("cannot work out the disk that booted, trust from the fallback: %s", strerror(ENOMEM));
+                /* out of memory: no anchor, and not the fallback either (fail closed) */
+                log_msg("cannot work out the disk that booted, only trusted_disk= is trusted: %s", strerror(ENOMEM));
                 add_error(c, "out-of-memory");
                 c->anchor = (struct bsg_anchor){0};
+                c->trust_in.narrow = true;
         }
         /* a name that a second disk or hot-pluggable media carries too anchors nothing: said (the
          * trust verb, run for every device without btrfs, leaves it to the btrfs events) */
@@ -200,6 +212,10 @@ void decide_trust(struct ctx *c)
         }
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
+        /* a source there but not resolvable (the variable unreadable, the anchor's disks lost to
+         * ENOMEM): no anchor, and not the fallback either */
+        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable))
+                c->trust_in.narrow = true;
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 bool by_config;

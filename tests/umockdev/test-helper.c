@@ -1679,6 +1679,35 @@ static void efivar_write(Fixture *f, const char *ascii, gssize cut)
         g_byte_array_free(b, TRUE);
 }
 
+/* Review finding 6: LoaderDevicePartUUID there but unreadable (a directory here: EISDIR; EACCES, EIO
+ * alike) is a source that cannot be resolved: no anchor and no fallback, only trusted_disk= (was: the
+ * fallback, which trusted the card). Absent is no source (the fallback, as in Debian's initramfs). */
+static void test_trust_anchor_efivar_unreadable(Fixture *f, gconstpointer data)
+{
+        g_autofree char *path = g_build_filename(f->dir, "efivars",
+                                                 "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", NULL);
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        g_assert_cmpint(g_mkdir_with_parents(path, 0755), ==, 0);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "trusted-disk-only");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        /* the internal disk named by trusted_disk= stays trusted */
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sda\n");
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        run_clear(&r);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
+}
+
 static void test_trust_anchor_efivar(Fixture *f, gconstpointer data)
 {
         const char *status_args[] = {"status", NULL};
@@ -3393,6 +3422,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);
         add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);
         g_test_add("/helper/trust/anchor-stick-copies-esp", Fixture, "", fixture_setup,
                    test_trust_anchor_stick_copies_esp, fixture_teardown);

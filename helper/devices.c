@@ -895,18 +895,18 @@ static void dev_set_class(struct bsg_dev *d)
         }
 }
 
-uint64_t bsg_devnum_diskseq(dev_t devnum)
+/* /sys/dev/block/MAJ:MIN/ATTR as a number (OF_DISK and a partition: its disk's), 0 if unknown. */
+static uint64_t devnum_attr_u64(dev_t devnum, const char *attr, bool of_disk)
 {
         char path[96], v[32];
         struct stat st;
         int fd;
         ssize_t l;
 
-        /* a partition's is its disk's (the directory above it) */
         snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
-        bool part = stat(path, &st) == 0;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%sdiskseq", major(devnum), minor(devnum),
-                 part ? "../" : "");
+        bool up = of_disk && stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s%s", major(devnum), minor(devnum), up ? "../" : "",
+                 attr);
         if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
                 return 0;
         l = read(fd, v, sizeof(v) - 1);
@@ -915,6 +915,16 @@ uint64_t bsg_devnum_diskseq(dev_t devnum)
                 return 0;
         v[l] = '\0';
         return strtoull(v, NULL, 10);
+}
+
+uint64_t bsg_devnum_diskseq(dev_t devnum)
+{
+        return devnum_attr_u64(devnum, "diskseq", true);
+}
+
+uint64_t bsg_devnum_size(dev_t devnum)
+{
+        return devnum_attr_u64(devnum, "size", false) * 512;
 }
 
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked)

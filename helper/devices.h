@@ -127,6 +127,8 @@ bool bsg_dev_class_fixed(struct bsg_dev *d);
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked);
 /* The diskseq of DEVNUM's disk now (sysfs; a partition: its disk's), 0 if unknown. */
 uint64_t bsg_devnum_diskseq(dev_t devnum);
+/* The size of DEVNUM in bytes now (sysfs), 0 if none (no media, detached) or unknown. */
+uint64_t bsg_devnum_size(dev_t devnum);
 
 /* is_trusted_storage() from sysfs alone, of a device known by its number only: false if sysfs has no
  * such device. */

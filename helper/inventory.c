@@ -470,8 +470,10 @@ static int entries_build(struct ctx *c)
                 e->disk = rec->disk;
                 entry_from_record(e, rec);
                 if (replaced) {
-                        /* fail closed: not the recorded superblock, no name of the earlier device */
-                        e->pd.state = BSG_DEV_UNKNOWN;
+                        /* fail closed: not the recorded superblock, no name of the earlier device;
+                         * listed, never scanned, and nobody else put in doubt (its own event reads it);
+                         * no media now (a detached loop device): nothing to list */
+                        e->pd.state = bsg_devnum_size(rec->devnum) ? BSG_DEV_UNREADABLE : BSG_DEV_NOT_BTRFS;
                         e->partlabel = e->partuuid = NULL;
                 }
                 /* read before a device was stacked on it: now its holder's */

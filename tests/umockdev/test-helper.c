@@ -1969,8 +1969,8 @@ static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
 
 /* Review A6: the fixed disk sdb is replaced at the same major:minor by removable media whose remove
  * event was lost (the inventory still holds the fixed disk's record, class fixed). The record's
- * diskseq differs from sysfs's: its class is not taken, the device is judged now: untrusted, never
- * scanned, listed (was: `scan unique`, empty skip_scan). */
+ * diskseq differs from sysfs's: neither its class nor its contents are taken: never scanned, listed
+ * (`skip unreadable` until its own event reads it; was: `scan unique`, empty skip_scan). */
 static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
 {
         static const DevSpec fixed = {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home"};

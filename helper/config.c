@@ -75,13 +75,12 @@ static int parse_suffixes(const char *v, struct bsg_config *c)
         return 0;
 }
 
-/* /dev/disk/by-{label,partlabel,uuid,partuuid}/...: links named by what the media carries. */
-static bool is_content_link(const char *path)
+bool bsg_is_content_link(const char *path)
 {
-        static const char *const dirs[] = {"/dev/disk/by-label/", "/dev/disk/by-partlabel/", "/dev/disk/by-uuid/",
-                                           "/dev/disk/by-partuuid/"};
-        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
-                if (strncmp(path, dirs[i], strlen(dirs[i])) == 0)
+        /* anywhere in the path: /dev/disk//by-label/x and /dev/../dev/disk/by-uuid/x name them too */
+        static const char *const dirs[] = {"/by-label/", "/by-partlabel/", "/by-uuid/", "/by-partuuid/"};
+        for (size_t i = 0; path && i < ELEMENTSOF(dirs); i++)
+                if (strstr(path, dirs[i]))
                         return true;
         return false;
 }
@@ -166,7 +165,7 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                                 BAD("trusted_disk: expected a path under /dev/ of at most 255 bytes");
                         /* names the content writes (a label, a partition name, a UUID): a stick can carry
                          * them too, so they never name trusted storage */
-                        if (is_content_link(value))
+                        if (bsg_is_content_link(value))
                                 BAD("trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by "
                                     "the media itself: name the disk by-path or by-id");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)

@@ -32,6 +32,11 @@ typedef void (*bsg_config_diag_fn)(const char *filename, unsigned line, const ch
  * /etc/rauc/system.conf, steamos_partsets /efi/SteamOS/partsets. */
 void bsg_config_init(struct bsg_config *ret_config);
 
+/* Whether PATH goes through /dev/disk/by-{label,partlabel,uuid,partuuid}/: a link named by what the
+ * media carries, so it names no trusted disk (trusted_disk=, RAUC's device= and steamos.efi= for the
+ * anchor). */
+bool bsg_is_content_link(const char *path);
+
 /* Parses TEXT (LEN bytes) over CONFIG (start from bsg_config_init()). Keys: active_slot,
  * slot_suffixes (alias slot_partlabel_suffixes; comma-separated), clone_policy (skip-all|active),
  * rauc_system_conf, steamos_partsets (absolute paths, or empty to turn the source off), trusted_disk

@@ -785,6 +785,10 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const struct bsg
                 *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
                 return on;
         }
+        if (in && in->narrow) {
+                *ret_why = "the disk that booted could not be worked out: only trusted_disk=";
+                return false;
+        }
         if (bus_hotplug) {
                 *ret_why = "USB or FireWire (ID_BUS)";
                 return false;
@@ -841,13 +845,14 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
         }
         if (in->n_anchor) {
                 bool on = f->disk && disk_listed(f->disk, in->anchor_disks, in->n_anchor);
+                /* no exception for a member of root=UUID=: its fsid, devid and generation are what
+                 * any media can copy (a multi-disk root beyond the anchor disk needs trusted_disk=) */
                 *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
-                if (!on && f->class_fixed && in->root_fsid && f->fsid && f->num_devices > 1 &&
-                    memcmp(f->fsid, in->root_fsid, BSG_UUID_SIZE) == 0) {
-                        *ret_why = "member of the multi-device root (root=UUID=), fixed storage";
-                        return true;
-                }
                 return on;
+        }
+        if (in->narrow) {
+                *ret_why = "the disk that booted could not be worked out: only trusted_disk=";
+                return false;
         }
         *ret_why = f->class_fixed ? "fallback: fixed storage" : f->class_why ? f->class_why : "not fixed storage";
         return f->class_fixed;
@@ -890,6 +895,38 @@ static void dev_set_class(struct bsg_dev *d)
         }
 }
 
+/* /sys/dev/block/MAJ:MIN/ATTR as a number (OF_DISK and a partition: its disk's), 0 if unknown. */
+static uint64_t devnum_attr_u64(dev_t devnum, const char *attr, bool of_disk)
+{
+        char path[96], v[32];
+        struct stat st;
+        int fd;
+        ssize_t l;
+
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        bool up = of_disk && stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s%s", major(devnum), minor(devnum), up ? "../" : "",
+                 attr);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return 0;
+        l = read(fd, v, sizeof(v) - 1);
+        close(fd);
+        if (l <= 0)
+                return 0;
+        v[l] = '\0';
+        return strtoull(v, NULL, 10);
+}
+
+uint64_t bsg_devnum_diskseq(dev_t devnum)
+{
+        return devnum_attr_u64(devnum, "diskseq", true);
+}
+
+uint64_t bsg_devnum_size(dev_t devnum)
+{
+        return devnum_attr_u64(devnum, "size", false) * 512;
+}
+
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked)
 {
         struct bsg_dev d = {0};
@@ -910,6 +947,12 @@ int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *
         *ret_stacked = d.stacked;
         dev_done(&d);
         return 0;
+}
+
+bool bsg_dev_class_fixed(struct bsg_dev *d)
+{
+        dev_set_class(d);
+        return d->class_fixed;
 }
 
 void bsg_devs_set_class(struct bsg_devs *devs)
@@ -1210,9 +1253,11 @@ static size_t probe_table(int fd, char *out, size_t size)
 
         if (!pr)
                 return 0;
-        if (blkid_probe_set_device(pr, fd, 0, 0) == 0) {
-                blkid_probe_enable_superblocks(pr, 0);
-                blkid_probe_enable_partitions(pr, 1);
+        /* GPT and MBR only: not every parser libblkid has over media nobody vouches for */
+        char *types[] = {"gpt", "dos", NULL};
+        if (blkid_probe_set_device(pr, fd, 0, 0) == 0 && blkid_probe_enable_superblocks(pr, 0) == 0 &&
+            blkid_probe_enable_partitions(pr, 1) == 0 &&
+            blkid_probe_filter_partitions_type(pr, BLKID_FLTR_ONLYIN, types) == 0) {
                 blkid_partlist ls = blkid_probe_get_partitions(pr);
                 int n = ls ? blkid_partlist_numof_partitions(ls) : 0;
                 for (int i = 0; i < n; i++) {

@@ -89,8 +89,10 @@ struct bsg_trust_inputs {
         const char *const *named_disks;
         size_t n_named_disks;
         const char *const *anchor_disks;
-        size_t n_anchor; /* 0: no anchor, the fallback decides */
-        const uint8_t *root_fsid; /* root=UUID= of the command line, NULL if none */
+        size_t n_anchor; /* 0: no anchor, the fallback decides (unless NARROW) */
+        /* a source of the anchor is present but could not be resolved (unreadable EFI variable, out
+         * of memory): no anchor, and no fallback either: only trusted_disk= and stacks over it */
+        bool narrow;
 };
 
 /* What is known of one device's storage: from its read (struct bsg_dev) or its inventory record. */
@@ -100,19 +102,15 @@ struct bsg_trust_facts {
         const char *disk; /* sysfs path of its whole disk (a stacked device over one slave: the slave's) */
         bool class_known, class_fixed, stacked;
         const char *class_why;
-        const uint8_t *fsid;  /* its btrfs fsid and num_devices; NULL: not btrfs (or not known) */
-        uint64_t num_devices;
 };
 
 /* The one trust predicate (issue 18): whether the device F describes is trusted storage. Trusted: a
  * device or disk trusted_disk= NAMED (a named disk's partitions too), a stacked device (dm, md) whose
  * every slave is trusted, a device on a disk the boot names (the anchor), and, only where the boot
  * names no disk, the fallback: fixed storage by its class (not removable, USB, FireWire, SD card,
- * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, the fallback still
- * admits one thing: a member of a multi-device filesystem root=UUID= names, on fixed storage by its
- * class (a root over two internal disks must assemble in the initramfs; never more than the fallback
- * itself would trust). Descriptors the media writes
- * (labels, PARTUUIDs, serials) never enter here. A stacked device, or one whose class is not known (an
+ * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, nothing else: a
+ * root over a second internal disk needs trusted_disk= for it. Descriptors the media writes (labels,
+ * PARTUUIDs, fsids, devids, generations, serials) never enter here. A stacked device, or one whose class is not known (an
  * older inventory), is asked of sysfs; every other answer comes from F and IN alone. *RET_WHY says why
  * (a static string). */
 bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_inputs *in, const char **ret_why,
@@ -121,10 +119,16 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
 /* Sets class_known, class_fixed, class_why and stacked of every device (after the udev properties:
  * ID_BUS). Reads sysfs. */
 void bsg_devs_set_class(struct bsg_devs *devs);
+/* Sets D's class now (from sysfs, without the udev properties yet) and returns whether it is fixed. */
+bool bsg_dev_class_fixed(struct bsg_dev *d);
 
 /* The class of the device DEVNUM from sysfs (what bsg_devs_set_class() sets), for an inventory record
  * of an older helper. Returns 0, -ENODEV (no such device), -ENOMEM. */
 int bsg_devnum_class(dev_t devnum, bool *ret_fixed, const char **ret_why, bool *ret_stacked);
+/* The diskseq of DEVNUM's disk now (sysfs; a partition: its disk's), 0 if unknown. */
+uint64_t bsg_devnum_diskseq(dev_t devnum);
+/* The size of DEVNUM in bytes now (sysfs), 0 if none (no media, detached) or unknown. */
+uint64_t bsg_devnum_size(dev_t devnum);
 
 /* is_trusted_storage() from sysfs alone, of a device known by its number only: false if sysfs has no
  * such device. */

@@ -86,12 +86,12 @@ struct ctx {
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
+        bool loader_unreadable;         /* LoaderDevicePartUUID exists but could not be read (EACCES, EIO) */
         struct bsg_anchor anchor;       /* the disks the boot names (trust anchor), over the entries */
         char *anchor_disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* copies of anchor.disks */
         char *named_disks[BSG_MAX_TRUSTED_DISKS]; /* the disks of trusted_devnums (sysfs paths) */
         size_t n_named_disks;
         struct bsg_trust_inputs trust_in; /* what every device's trust is decided from in this run */
-        uint8_t root_fsid[BSG_UUID_SIZE]; /* root=UUID= (trust_in.root_fsid points here when set) */
         dev_t trusted_devnums[BSG_MAX_TRUSTED_DISKS]; /* the device numbers trusted_disk= names (present ones) */
         size_t n_trusted_devnums;
         char errors[512];

@@ -430,6 +430,17 @@ static int entries_build(struct ctx *c)
                 e->dev = -1;
                 e->pd.devnode = rec->devnode;
                 e->pd.path_ok = bsg_skiplist_path_ok(rec->devnode);
+                /* the device at this number now is another one (another diskseq: replaced without a
+                 * remove event seen): nothing of the record is its, not its class nor its superblock;
+                 * its class is asked of sysfs, its contents are unknown (listed, never scanned) */
+                uint64_t seq = rec->diskseq ? bsg_devnum_diskseq(rec->devnum) : 0;
+                bool replaced = seq && seq != rec->diskseq;
+                if (replaced) {
+                        log_debug("%s: diskseq %" PRIu64 " in sysfs, %" PRIu64 " in the inventory: another "
+                                  "device, its record not used",
+                                  rec->devnode, seq, rec->diskseq);
+                        rec->class_known = false;
+                }
                 /* a record of an older helper has no class: asked of sysfs once, and kept */
                 if (!rec->class_known) {
                         bool fixed, stacked;
@@ -437,7 +448,8 @@ static int entries_build(struct ctx *c)
                         if (bsg_devnum_class(rec->devnum, &fixed, &why, &stacked) == 0) {
                                 rec->class_known = true;
                                 /* what it said before (its whole trust, ID_BUS included) only narrows it */
-                                rec->untrusted = rec->untrusted || !fixed;
+                                /* a replaced device's only from sysfs */
+                                rec->untrusted = (rec->untrusted && !replaced) || !fixed;
                                 rec->stacked = stacked;
                                 c->state.changed = true;
                         }
@@ -457,6 +469,13 @@ static int entries_build(struct ctx *c)
                 e->partuuid = rec->partuuid;
                 e->disk = rec->disk;
                 entry_from_record(e, rec);
+                if (replaced) {
+                        /* fail closed: not the recorded superblock, no name of the earlier device;
+                         * listed, never scanned, and nobody else put in doubt (its own event reads it);
+                         * no media now (a detached loop device): nothing to list */
+                        e->pd.state = bsg_devnum_size(rec->devnum) ? BSG_DEV_UNREADABLE : BSG_DEV_NOT_BTRFS;
+                        e->partlabel = e->partuuid = NULL;
+                }
                 /* read before a device was stacked on it: now its holder's */
                 e->pd.held = (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
                              bsg_devnum_held(rec->devnum);

@@ -557,6 +557,27 @@ int bsg_mountinfo_root_source(const char *text, char **ret_source)
         return *ret_source ? 0 : -ENOMEM;
 }
 
+dev_t bsg_mountinfo_root_devnum(const char *text)
+{
+        dev_t found = 0;
+
+        for (const char *p = text; p && *p;) {
+                size_t len = strcspn(p, "\n");
+                struct mi_field mp, src, fstype;
+                unsigned maj, min;
+                char line[64];
+                if (mountinfo_line(p, len, &mp, &src, &fstype) >= 0 && field_is(&mp, "/")) {
+                        /* "ID PARENT MAJ:MIN ...": the third field */
+                        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
+                        found = sscanf(line, "%*u %*u %u:%u", &maj, &min) == 2 && maj != 0 ? makedev(maj, min) : 0;
+                }
+                p += len;
+                if (*p)
+                        p++;
+        }
+        return found;
+}
+
 bool bsg_mountinfo_has_source(const char *text, const char *devnode)
 {
         for (const char *p = text; p && *p;) {

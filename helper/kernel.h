@@ -88,6 +88,9 @@ int bsg_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len)
 /* Sources of the mounts in mountinfo TEXT: the source of "/" (or NULL, any filesystem type), and whether
  * DEVNODE is the source of any btrfs mount. Pure helpers over the text. */
 int bsg_mountinfo_root_source(const char *text, char **ret_source);
+/* The device number of "/" in mountinfo TEXT (its MAJ:MIN field, a kernel fact, unlike the source
+ * string, which can read /dev/root): 0 if none, or an anonymous one (major 0: btrfs, tmpfs...). */
+dev_t bsg_mountinfo_root_devnum(const char *text);
 bool bsg_mountinfo_has_source(const char *text, const char *devnode);
 
 /* The same question for many devices: the source of every btrfs mount in TEXT, sorted, as pointers into

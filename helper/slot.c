@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cmdline.h"
+#include "config.h"
 #include "slot.h"
 #include "util.h"
 
@@ -127,18 +128,27 @@ static const struct bsg_partition *resolve(const char *spec, const struct bsg_pa
         return resolve_in(spec, parts, n, false);
 }
 
+#define EFI_VARIABLE_NON_VOLATILE 0x1
+
 int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37])
 {
         char s[37];
         size_t n = 0;
 
+        if (len < 4)
+                return -EINVAL;
+        /* systemd-boot sets it volatile (BOOTSERVICE_ACCESS|RUNTIME_ACCESS); after ExitBootServices
+         * the OS cannot create a volatile variable, so a non-volatile one was written by the OS */
+        if (data[0] & EFI_VARIABLE_NON_VOLATILE)
+                return -EPERM;
         for (size_t i = 4; i + 1 < len && n < 36; i += 2) {
                 if (data[i + 1] != 0 || data[i] == 0)
                         break;
                 s[n++] = (char)tolower(data[i]);
         }
         s[n] = '\0';
-        if (n != 36)
+        /* 36 characters, a UTF-16 NUL, nothing after it */
+        if (n != 36 || len != 4 + 2 * 37 || data[4 + 72] != 0 || data[4 + 73] != 0)
                 return -EINVAL;
         for (size_t i = 0; i < 36; i++)
                 if ((i == 8 || i == 13 || i == 18 || i == 23) ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
@@ -291,50 +301,6 @@ static bool on_disk(const struct bsg_partition *p, const char *disk)
         return disk && p->disk && streq(p->disk, disk);
 }
 
-/* One source's spec (PARTUUID=... or a path) against PARTS: see bsg_boot_anchor(). */
-static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_partition *parts, size_t n,
-                                          const char *root_disk, size_t *ret_index)
-{
-        size_t hits = 0, hit = SIZE_MAX, on_root = 0, root_hit = SIZE_MAX;
-        const char *v;
-        bool by_path;
-
-        if (strncmp(spec, "PARTUUID=", 9) == 0)
-                v = spec + 9, by_path = false;
-        else if (spec[0] == '/')
-                v = spec, by_path = true;
-        else
-                return BSG_ANCHOR_ABSENT; /* PARTLABEL=, UUID=: a copy carries them */
-        if (isempty(v))
-                return BSG_ANCHOR_ABSENT;
-        for (size_t i = 0; i < n; i++) {
-                const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
-                if (!f || (by_path ? !streq(f, v) : strcasecmp(f, v) != 0))
-                        continue;
-                hits++;
-                hit = i;
-                if (on_disk(&parts[i], root_disk)) {
-                        on_root++;
-                        root_hit = i;
-                }
-        }
-        if (hits == 0)
-                return BSG_ANCHOR_NOT_FOUND;
-        if (hits > 1) {
-                /* a stick (or a second disk) carries the same name: only the disk the kernel mounted
-                 * the root from can tell them apart */
-                if (on_root != 1)
-                        return BSG_ANCHOR_AMBIGUOUS;
-                hit = root_hit;
-        }
-        if (!parts[hit].disk)
-                return BSG_ANCHOR_NO_DISK;
-        if (parts[hit].untrusted && !on_disk(&parts[hit], root_disk))
-                return BSG_ANCHOR_HOTPLUG;
-        *ret_index = hit;
-        return BSG_ANCHOR_RESOLVED;
-}
-
 static void anchor_add_disk(struct bsg_anchor *a, const char *disk)
 {
         for (size_t i = 0; i < a->n_disks; i++)
@@ -342,6 +308,69 @@ static void anchor_add_disk(struct bsg_anchor *a, const char *disk)
                         return;
         if (a->n_disks < ELEMENTSOF(a->disks))
                 a->disks[a->n_disks++] = disk;
+}
+
+/* One source's spec (PARTUUID=... or a path) against PARTS: see bsg_boot_anchor(). AMBIGUOUS: the
+ * candidates' disks are added to it. */
+static enum bsg_anchor_result anchor_spec(const char *spec, const struct bsg_partition *parts, size_t n,
+                                          const char *root_disk, size_t *ret_index, struct bsg_anchor *ambiguous)
+{
+        size_t hits = 0, hit = SIZE_MAX, on_root = 0, root_hit = SIZE_MAX, n_disks = 0;
+        bool hotplug = false, no_disk = false;
+        const char *v, *first_disk = NULL;
+        bool by_path;
+
+        if (strncmp(spec, "PARTUUID=", 9) == 0)
+                v = spec + 9, by_path = false;
+        else if (spec[0] == '/' && !bsg_is_content_link(spec))
+                v = spec, by_path = true; /* a kernel name; never a link the media names */
+        else
+                return BSG_ANCHOR_ABSENT; /* PARTLABEL=, UUID=, by-label/...: a copy carries them */
+        if (isempty(v))
+                return BSG_ANCHOR_ABSENT;
+        for (size_t i = 0; i < n; i++) {
+                const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
+                if (!f || (by_path ? !streq(f, v) : strcasecmp(f, v) != 0))
+                        continue;
+                /* hot-pluggable media is no candidate (unless the root is mounted from it) */
+                if (parts[i].untrusted && !on_disk(&parts[i], root_disk)) {
+                        hotplug = true;
+                        continue;
+                }
+                if (!parts[i].disk) {
+                        no_disk = true;
+                        continue;
+                }
+                hits++;
+                hit = i;
+                /* distinct disks, not entries */
+                if (!first_disk)
+                        first_disk = parts[i].disk, n_disks = 1;
+                else if (!streq(first_disk, parts[i].disk))
+                        n_disks = 2;
+                if (on_disk(&parts[i], root_disk)) {
+                        on_root++;
+                        root_hit = i;
+                }
+        }
+        if (hits == 0)
+                return no_disk ? BSG_ANCHOR_NO_DISK : hotplug ? BSG_ANCHOR_HOTPLUG : BSG_ANCHOR_NOT_FOUND;
+        if (n_disks > 1) {
+                /* a second fixed disk carries the same name: only the disk the kernel mounted the root
+                 * from can tell them apart */
+                if (on_root == 0) {
+                        for (size_t i = 0; i < n; i++) {
+                                const char *f = by_path ? parts[i].devnode : parts[i].partuuid;
+                                if (f && parts[i].disk && !parts[i].untrusted &&
+                                    (by_path ? streq(f, v) : strcasecmp(f, v) == 0))
+                                        anchor_add_disk(ambiguous, parts[i].disk);
+                        }
+                        return BSG_ANCHOR_AMBIGUOUS;
+                }
+                hit = root_hit;
+        }
+        *ret_index = hit;
+        return BSG_ANCHOR_RESOLVED;
 }
 
 void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev_t *rauc_devnums, size_t n_rauc,
@@ -356,13 +385,13 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                 {BSG_ANCHOR_RD_STEAMOS_EFI, "rd.steamos.efi"},
                 {BSG_ANCHOR_ROOT, "root"},
         };
-        struct bsg_anchor a = {0};
+        struct bsg_anchor a = {0}, amb = {0};
         char spec[64];
         size_t idx;
 
         if (!isempty(loader_partuuid) && strlen(loader_partuuid) < 40) {
                 snprintf(spec, sizeof(spec), "PARTUUID=%s", loader_partuuid);
-                a.result[BSG_ANCHOR_LOADER] = anchor_spec(spec, parts, n_parts, root_disk, &idx);
+                a.result[BSG_ANCHOR_LOADER] = anchor_spec(spec, parts, n_parts, root_disk, &idx, &amb);
                 if (a.result[BSG_ANCHOR_LOADER] == BSG_ANCHOR_RESOLVED)
                         a.part[BSG_ANCHOR_LOADER] = idx;
         }
@@ -373,7 +402,7 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                         continue;
                 if (s == BSG_ANCHOR_ROOT && strncmp(v, "PARTUUID=", 9) != 0)
                         continue; /* root=UUID=, PARTLABEL=, /dev/...: what a copy carries, or a kernel name */
-                a.result[s] = anchor_spec(v, parts, n_parts, root_disk, &idx);
+                a.result[s] = anchor_spec(v, parts, n_parts, root_disk, &idx, &amb);
                 if (a.result[s] == BSG_ANCHOR_RESOLVED)
                         a.part[s] = idx;
         }
@@ -400,5 +429,14 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
         for (size_t s = 0; s < BSG_ANCHOR_RAUC; s++)
                 if (a.result[s] == BSG_ANCHOR_RESOLVED)
                         anchor_add_disk(&a, parts[a.part[s]].disk);
+        /* nothing resolved, something ambiguous: the fixed disks that carry the name and the disk
+         * the root is mounted from, never the whole fallback */
+        if (a.n_disks == 0 && amb.n_disks > 0) {
+                a.ambiguous = true;
+                for (size_t i = 0; i < amb.n_disks; i++)
+                        anchor_add_disk(&a, amb.disks[i]);
+                if (root_disk)
+                        anchor_add_disk(&a, root_disk);
+        }
         *ret = a;
 }

@@ -50,12 +50,13 @@ int bsg_root_partition(const char *cmdline, const struct bsg_partition *parts, s
 /* The trust anchor (issue 18 item 1): the disks the boot names. Each source names one partition:
  * systemd-boot's LoaderDevicePartUUID, steamos.efi=/rd.steamos.efi= (the ESP), root=PARTUUID= (never
  * root=UUID= or PARTLABEL=: a copy carries those), RAUC's device= entries (by device number). A
- * PARTUUID is written by whoever wrote the partition table, a stick too: a source that matches
- * partitions on more than one disk is ambiguous and anchors nothing, unless exactly one of them is on
- * the disk that holds the mounted root (ROOT_DISK, may be NULL: the kernel opened that one). A match
- * on hot-pluggable media (bsg_partition.untrusted here means: fails the fallback's class test) anchors
- * nothing either, unless it is on ROOT_DISK (a system booted from a stick, after its root is
- * mounted). */
+ * PARTUUID is written by whoever wrote the partition table, a stick too. A match on hot-pluggable
+ * media (bsg_partition.untrusted here means: fails the fallback's class test) is no candidate, unless
+ * it is on ROOT_DISK (the disk that holds the mounted root, may be NULL; a system booted from a
+ * stick, after its root is mounted): a stick copying a name changes nothing. A source whose
+ * candidates lie on more than one disk (counted by disk, not by entry) is ambiguous, unless exactly
+ * one of them is on ROOT_DISK. Where no source resolves and one is ambiguous, the anchor is every
+ * candidate disk of the ambiguous sources plus ROOT_DISK (AMBIGUOUS set): never the fallback. */
 enum bsg_anchor_result {
         BSG_ANCHOR_ABSENT,    /* the source does not name anything (no variable, no such parameter) */
         BSG_ANCHOR_RESOLVED,  /* one partition on one disk */
@@ -79,6 +80,9 @@ struct bsg_anchor {
         size_t part[_BSG_ANCHOR_SOURCE_MAX];
         const char *disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* the anchor disks (PARTS' disk strings), distinct */
         size_t n_disks;
+        /* no source resolved and one was ambiguous: DISKS are the fixed disks that carry an ambiguous
+         * name (and ROOT_DISK), never the fallback */
+        bool ambiguous;
 };
 const char *bsg_anchor_source_name(enum bsg_anchor_source s);
 const char *bsg_anchor_result_name(enum bsg_anchor_result r);
@@ -89,8 +93,9 @@ void bsg_boot_anchor(const char *cmdline, const char *loader_partuuid, const dev
                      const struct bsg_partition *parts, size_t n_parts, const char *root_disk,
                      struct bsg_anchor *ret);
 
-/* The GUID of an EFI variable holding a UTF-16LE string (4 attribute bytes first, as efivarfs shows
- * it), as lower-case ASCII into RET (37 bytes). Returns 0 or -EINVAL. */
+/* The GUID of an EFI variable holding a NUL-terminated UTF-16LE string (4 attribute bytes first, as
+ * efivarfs shows it; nothing after the NUL), as lower-case ASCII into RET (37 bytes). Returns 0,
+ * -EPERM (EFI_VARIABLE_NON_VOLATILE set: systemd-boot's is volatile, so the OS wrote it) or -EINVAL. */
 int bsg_efivar_guid(const uint8_t *data, size_t len, char ret[37]);
 
 /* Where the active slot came from. */

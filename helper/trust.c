@@ -39,7 +39,10 @@ void load_trusted_disks(struct ctx *c)
 
 const char *trust_source(const struct ctx *c)
 {
-        return c->anchor.n_disks ? "boot-disk" : "fallback";
+        /* what the decision used (trust_in), not what the anchor found */
+        if (c->trust_in.n_anchor)
+                return c->anchor.ambiguous ? "boot-disk-ambiguous" : "boot-disk";
+        return c->trust_in.narrow ? "trusted-disk-only" : "fallback";
 }
 
 /* What each source of the anchor said, "root=ambiguous, LoaderDevicePartUUID=resolved", into BUF. */
@@ -60,7 +63,18 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
         char sources[256];
 
         anchor_sources(c, sources, sizeof(sources));
-        if (c->anchor.n_disks)
+        if (!c->trust_in.n_anchor && c->trust_in.narrow)
+                snprintf(buf, size,
+                         "trust: the disk that booted could not be worked out (%s): only the %zu disk(s) named by "
+                         "trusted_disk= and dm/md over them; everything else is untrusted",
+                         sources[0] ? sources : "a source present but unreadable", c->n_trusted_devnums);
+        else if (c->anchor.ambiguous)
+                snprintf(buf, size,
+                         "trust: from the boot, ambiguous (%s): only the %zu fixed disk(s) that carry the name "
+                         "(and the disk the root is mounted from), %zu disk(s) named by trusted_disk=, dm/md over "
+                         "them; everything else is untrusted",
+                         sources, c->anchor.n_disks, c->n_trusted_devnums);
+        else if (c->trust_in.n_anchor)
                 snprintf(buf, size,
                          "trust: from the boot: %zu disk(s) the boot names (%s), %zu disk(s) named by trusted_disk=, "
                          "dm/md over them; everything else is untrusted",
@@ -75,8 +89,9 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
 
 #define LOADER_DEVICE_PARTUUID "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 
-/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, then a UTF-16LE GUID): absent is
- * nothing; unreadable or malformed is said and left out (the disk that booted is then not known from
+/* systemd-boot's LoaderDevicePartUUID (4 bytes of attributes, volatile, then a NUL-terminated
+ * UTF-16LE GUID): absent is nothing; unreadable, non-volatile (written by the OS) or malformed is said
+ * and left out (the disk that booted is then not known from
  * it, never guessed). */
 void load_loader_partuuid(struct ctx *c)
 {
@@ -92,25 +107,38 @@ void load_loader_partuuid(struct ctx *c)
         if (r == -ENOENT || r == -ENOTDIR)
                 return;
         if (r < 0) {
-                log_msg("cannot read %s, ignoring it (the disk that booted is not known from it): %s", path,
-                        strerror(-r));
+                /* there but unreadable (EACCES, EIO): a source that cannot be resolved narrows trust
+                 * (absent, as in an initramfs without efivarfs, is no source) */
+                c->loader_unreadable = true;
+                log_msg("cannot read %s: %s; only trusted_disk= is trusted unless another source names the "
+                        "disk that booted", path, strerror(-r));
                 return;
         }
-        if (bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid) < 0) {
+        r = bsg_efivar_guid((const uint8_t *)efivar, len, c->loader_partuuid);
+        if (r == -EPERM) {
                 c->loader_partuuid[0] = '\0';
-                log_msg("%s: not a partition GUID in UTF-16LE (%zu bytes), ignoring it (the disk that booted is "
-                        "not known from it)", path, len);
+                log_msg("%s: non-volatile (systemd-boot sets it volatile; the running system wrote this one), "
+                        "ignoring it (the disk that booted is not known from it)", path);
+        } else if (r < 0) {
+                c->loader_partuuid[0] = '\0';
+                log_msg("%s: not a partition GUID in UTF-16LE with its NUL and nothing after (%zu bytes), "
+                        "ignoring it (the disk that booted is not known from it)", path, len);
         }
 }
 
-/* The disk the mounted root is on (its source's entry), or NULL. */
+/* The disk the mounted root is on, or NULL: by device number, the kernel's facts (mountinfo's MAJ:MIN;
+ * for btrfs, whose is anonymous, the device the kernel recorded as the source, when it is a block
+ * device: never a name alone such as /dev/root). */
 static const char *mounted_root_disk(const struct ctx *c)
 {
         struct stat st;
-        bool have_st = c->root_source && stat(c->root_source, &st) == 0 && S_ISBLK(st.st_mode);
+        dev_t devnum = c->mountinfo ? bsg_mountinfo_root_devnum(c->mountinfo) : 0;
 
-        for (size_t i = 0; c->root_source && i < c->n; i++)
-                if (streq_ptr(c->e[i].devnode, c->root_source) || (have_st && c->e[i].devnum == st.st_rdev))
+        if (!devnum && c->root_source && !streq(c->root_source, "/dev/root") && stat(c->root_source, &st) == 0 &&
+            S_ISBLK(st.st_mode))
+                devnum = st.st_rdev;
+        for (size_t i = 0; devnum && i < c->n; i++)
+                if (c->e[i].devnum == devnum)
                         return c->e[i].disk;
         return NULL;
 }
@@ -135,21 +163,37 @@ void decide_trust(struct ctx *c)
                         };
                 }
                 const char *root_disk = mounted_root_disk(c);
-                bsg_boot_anchor(c->cmdline, c->loader_partuuid, c->rauc_rdev, c->rauc_rdev ? c->rauc.n : 0, parts,
-                                c->n, root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
+                /* RAUC's device= through a link the media names (by-label, by-partlabel, by-uuid,
+                 * by-partuuid) anchors nothing (its slot is still found by it) */
+                size_t n_rauc = c->rauc_rdev ? c->rauc.n : 0;
+                _cleanup_free_ dev_t *rauc_anchor = calloc(n_rauc + 1, sizeof(dev_t));
+                if (!rauc_anchor)
+                        n_rauc = 0; /* out of memory: RAUC names no disk (never more trust) */
+                for (size_t i = 0; i < n_rauc; i++) {
+                        rauc_anchor[i] = bsg_is_content_link(c->rauc.v[i].device) ? 0 : c->rauc_rdev[i];
+                        if (!rauc_anchor[i] && c->rauc_rdev[i] && c->verb == VERB_BOOT)
+                                log_msg("RAUC device=%s: a by-label, by-partlabel, by-uuid or by-partuuid link is "
+                                        "named by the media: not used to find the disk that booted (name it "
+                                        "by-path or by-id)", c->rauc.v[i].device);
+                }
+                bsg_boot_anchor(c->cmdline, c->loader_partuuid, rauc_anchor, n_rauc, parts, c->n,
+                                root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);
         } else {
-                /* out of memory: no anchor, the fallback decides (as where the boot names no disk) */
-                log_msg("cannot work out the disk that booted, trust from the fallback: %s", strerror(ENOMEM));
+                /* out of memory: no anchor, and not the fallback either (fail closed) */
+                log_msg("cannot work out the disk that booted, only trusted_disk= is trusted: %s", strerror(ENOMEM));
                 add_error(c, "out-of-memory");
                 c->anchor = (struct bsg_anchor){0};
+                c->trust_in.narrow = true;
         }
         /* a name that a second disk or hot-pluggable media carries too anchors nothing: said (the
          * trust verb, run for every device without btrfs, leaves it to the btrfs events) */
         for (size_t s = 0; c->verb != VERB_TRUST && s < _BSG_ANCHOR_SOURCE_MAX; s++) {
                 if (c->anchor.result[s] == BSG_ANCHOR_AMBIGUOUS)
-                        log_msg("%s names partitions on more than one disk (a copy of its partition table?): not "
-                                "used to find the disk that booted",
-                                bsg_anchor_source_name(s));
+                        log_msg("%s names partitions on more than one fixed disk (a copy of its partition "
+                                "table?): %s",
+                                bsg_anchor_source_name(s),
+                                c->anchor.ambiguous ? "only those disks are trusted (never the fallback)"
+                                                    : "not used to find the disk that booted");
                 else if (c->anchor.result[s] == BSG_ANCHOR_HOTPLUG)
                         log_msg("%s names a partition on hot-pluggable media only: not used to find the disk that "
                                 "booted",
@@ -168,17 +212,13 @@ void decide_trust(struct ctx *c)
         }
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
-        /* root=UUID=: the members of a multi-device root on fixed storage (is_trusted_storage()) */
-        _cleanup_free_ char *root = NULL;
-        c->trust_in.root_fsid = NULL;
-        if (c->cmdline && bsg_cmdline_get(c->cmdline, strlen(c->cmdline), "root", &root) == 0 &&
-            strncmp(root, "UUID=", 5) == 0 && bsg_uuid_parse(root + 5, c->root_fsid) == 0)
-                c->trust_in.root_fsid = c->root_fsid;
+        /* a source there but not resolvable (the variable unreadable, the anchor's disks lost to
+         * ENOMEM): no anchor, and not the fallback either */
+        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable))
+                c->trust_in.narrow = true;
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
                 bool by_config;
-                e->trust.fsid = e->pd.state == BSG_DEV_BTRFS ? e->pd.fsid : NULL;
-                e->trust.num_devices = e->pd.num_devices;
                 e->pd.untrusted = !is_trusted_storage(&e->trust, &c->trust_in, &e->trust_why, &by_config);
                 if (e->dev >= 0) {
                         struct bsg_dev *d = &c->devs.v[e->dev];
@@ -199,7 +239,9 @@ void mark_table_probes(struct ctx *c)
                 return;
         for (size_t i = 0; i < c->devs.n; i++) {
                 struct bsg_dev *disk = &c->devs.v[i];
-                if (!disk->partitioned || disk->skip_read || !disk->syspath)
+                /* only disks the fallback's class test takes for fixed: a stick's table is no
+                 * candidate for the anchor anyway, and is not worth a parser run */
+                if (!disk->partitioned || disk->skip_read || !disk->syspath || !bsg_dev_class_fixed(disk))
                         continue;
                 size_t l = strlen(disk->syspath);
                 for (size_t k = 0; k < c->devs.n && !disk->probe_table; k++) {

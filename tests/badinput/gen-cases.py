@@ -78,10 +78,14 @@ cases = [
 ("cmdline-missing", "cmdline=@missing", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan", 10),
 # systemd-boot's LoaderDevicePartUUID (issue 18 item 1): malformed or unreadable is said and ignored,
 # never a crash; the boot then names no disk and the fallback decides
-("efivar-malformed-utf16", r"efivar=\x07\x00\x00\x00A\x00B\x00\xd8", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback !BTRFS_SCAN_GATE_ERROR=*", 10),
-("efivar-attributes-only", r"efivar=\x07\x00\x00", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
-("efivar-unreadable", "efivar=@dir", D, 0, "cannot read", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
-("efivar-names-nothing", r"efivar=\x07\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc"), D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
+("efivar-malformed-utf16", r"efivar=\x06\x00\x00\x00A\x00B\x00\xd8", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback !BTRFS_SCAN_GATE_ERROR=*", 10),
+("efivar-attributes-only", r"efivar=\x06\x00\x00", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
+# there but unreadable: no anchor and no fallback, only trusted_disk= (the test seam names $DEV)
+("efivar-unreadable", "efivar=@dir", D, 0, "cannot read", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=trusted-disk-only", 10),
+("efivar-names-nothing", r"efivar=\x06\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
+# non-volatile (attributes 7): systemd-boot's is volatile, so the running system wrote this one
+("efivar-non-volatile", r"efivar=\x07\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00", D, 0, "non-volatile", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
+("efivar-junk-after-nul", r"efivar=\x06\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00x\x00", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
 ("mountinfo-garbage", r"mountinfo=-\s-\s-\s-\s-\s-\s-\s-\n\n1\s2\n\x00\xff", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan", 10),
 ("state-file-garbage", r"state=garbage\n7:0\s1\n99999999999:1\s1\s1\s1\s1\s1\snot-a-uuid\s/dev/x\n\x01\x02\n", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_REASON=unique", 10),
 ("udev-env-hostile-partlabel", r"env=DEVNAME=$DEV env=ID_PART_ENTRY_NAME=my\sroot\x22fs\x27-A", D, 0, "-", r"BTRFS_SCAN_GATE_SLOT=A BTRFS_SCAN_GATE_SLOT_BASE=my\\x20root\\x22fs\\x27", 10),

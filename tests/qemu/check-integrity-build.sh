@@ -10,6 +10,9 @@
 #   3. the same object compiled from the unpatched source (kbuild's recorded command for the
 #      patched object, run on the unpatched file) has no such call: the proof can fail.
 # Proof from the compiler's output, not from reading the source. Exit 0 all three, 1 otherwise.
+# A pass depends only on the series, the source, the headers and this script: it is kept as
+# $BSG_CACHE/check-integrity-<hash of them>.log and shown again instead of building (a failure is
+# never kept).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -20,8 +23,18 @@ done
 qemu_kernel 6.1 || { echo "check-integrity: prerequisite missing: the 6.1 kernel (run tests/qemu/setup.sh)" >&2; exit 77; }
 kdir=/usr/src/linux-headers-$ABI
 [ -d "$kdir" ] || { echo "check-integrity: prerequisite missing: $kdir (run tests/qemu/setup.sh)" >&2; exit 77; }
+cache=${BSG_CACHE:-/var/cache/btrfs-scan-gate}
+key=$( { qemu_series_hash; echo "$SRCVER $ABI"; cat "$0"; } | sha256sum | cut -c1-16)
+passed=$cache/check-integrity-$key.log
+if [ -s "$passed" ]; then
+    cat "$passed"
+    echo "check-integrity: (the verdict of $passed: series, source, headers and this script unchanged)"
+    exit 0
+fi
 src=$(qemu_source_tree)
 rm -rf "$work" && mkdir -p "$work"
+exec 3>&1 > >(tee "$work/verdict.log")
+teepid=$!
 cp -a "$src/." "$work/patched/"
 cp -a "$src/." "$work/stock/"
 dir=$QEMU_REPO/kernel-patches/6.1
@@ -81,4 +94,7 @@ if printf '%s\n' $sc | grep -qx btrfs_ondisk_fsid; then
     echo "check-integrity: FAIL: the stock object calls btrfs_ondisk_fsid() too: the proof proves nothing"
     fail=1
 fi
+exec >&3 3>&-
+wait "$teepid" || true
+[ "$fail" != 0 ] || { mkdir -p "$cache" && cp "$work/verdict.log" "$passed.tmp" && mv "$passed.tmp" "$passed"; }
 exit $fail

@@ -75,3 +75,34 @@ img[last * sector:last * sector + 92] = bak
 open(sys.argv[1], "wb").write(img)
 PY
 mv "$out/gpt.img.tmp" "$out/gpt.img"
+
+# hostile copies of the root's members (review of the trust anchor, A4/A5): raid-2 with a generation
+# 1000 higher (raid-2-newer), rootfs claiming num_devices=2 (rootfs-nd2); checksum redone (crc32c)
+python3 - "$out" <<'PY'
+import struct, sys
+out = sys.argv[1]
+def crc32c(data, crc=0xFFFFFFFF):
+    tbl = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        tbl.append(c)
+    for b in data:
+        crc = tbl[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+def craft(src, dst, num_devices=None, gen_add=1000):
+    img = bytearray(open(f"{out}/{src}.img", "rb").read())
+    o = 0x10000
+    sb = img[o:o + 0x1000]
+    if num_devices:
+        struct.pack_into("<Q", sb, 0x88, num_devices)
+    struct.pack_into("<Q", sb, 0x48, struct.unpack_from("<Q", sb, 0x48)[0] + gen_add)
+    struct.pack_into("<I", sb, 0, crc32c(bytes(sb[0x20:])))
+    img[o:o + 0x1000] = sb
+    open(f"{out}/{dst}.img.tmp", "wb").write(img)
+craft("raid-2", "raid-2-newer")
+craft("rootfs", "rootfs-nd2", num_devices=2)
+PY
+mv "$out/raid-2-newer.img.tmp" "$out/raid-2-newer.img"
+mv "$out/rootfs-nd2.img.tmp" "$out/rootfs-nd2.img"

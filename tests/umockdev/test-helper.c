@@ -1666,7 +1666,8 @@ static void efivar_write(Fixture *f, const char *ascii, gssize cut)
         g_autofree char *path =
                 g_build_filename(dir, "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", NULL);
         GByteArray *b = g_byte_array_new();
-        const guint8 attr[4] = {7, 0, 0, 0}, zero = 0;
+        /* BOOTSERVICE_ACCESS|RUNTIME_ACCESS, volatile: as systemd-boot sets it */
+        const guint8 attr[4] = {6, 0, 0, 0}, zero = 0;
         g_byte_array_append(b, attr, 4);
         for (const char *p = ascii; *p; p++) {
                 g_byte_array_append(b, (const guint8 *)p, 1);
@@ -1676,6 +1677,35 @@ static void efivar_write(Fixture *f, const char *ascii, gssize cut)
         g_byte_array_append(b, &zero, 1);
         write_file(path, b->data, cut >= 0 ? cut : (gssize)b->len);
         g_byte_array_free(b, TRUE);
+}
+
+/* Review finding 6: LoaderDevicePartUUID there but unreadable (a directory here: EISDIR; EACCES, EIO
+ * alike) is a source that cannot be resolved: no anchor and no fallback, only trusted_disk= (was: the
+ * fallback, which trusted the card). Absent is no source (the fallback, as in Debian's initramfs). */
+static void test_trust_anchor_efivar_unreadable(Fixture *f, gconstpointer data)
+{
+        g_autofree char *path = g_build_filename(f->dir, "efivars",
+                                                 "LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f", NULL);
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=rootfs-A ro");
+        g_assert_cmpint(g_mkdir_with_parents(path, 0755), ==, 0);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "trusted-disk-only");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        /* the internal disk named by trusted_disk= stays trusted */
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sda\n");
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        run_clear(&r);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
 }
 
 static void test_trust_anchor_efivar(Fixture *f, gconstpointer data)
@@ -1725,10 +1755,13 @@ static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
         anchor_world(f);
         world_add(f, &copy);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
-        anchor_check(f, "scan", "fallback");
+        /* ambiguous between two fixed disks: both are the anchor, the card is not (was: the fallback,
+         * which trusted the card) */
+        anchor_check(f, "skip", "boot-disk-ambiguous");
         run_helper(f, &r, status_args);
-        g_assert_nonnull(strstr(r.err, "root names partitions on more than one disk"));
+        g_assert_nonnull(strstr(r.err, "root names partitions on more than one fixed disk"));
         g_assert_nonnull(strstr(r.out, "root ambiguous"));
+        g_assert_nonnull(strstr(r.out, "trust: from the boot, ambiguous"));
         run_clear(&r);
         /* the kernel mounted the root from sda4: that disk is the one that booted */
         const char *mounts[] = {"/dev/sda4", "/", NULL};
@@ -1741,6 +1774,50 @@ static void test_trust_anchor_ambiguous(Fixture *f, gconstpointer data)
         assert_kv(&r, "TRUSTED", "0");
         assert_kv(&r, "TRUST_SOURCE", "boot-disk");
         run_clear(&r);
+}
+
+/* Review A3: a USB stick plugged at run time with a copy of the ESP's PARTUUID (LoaderDevicePartUUID),
+ * root=UUID= (a desktop): the stick is no candidate, so the ESP's disk stays the anchor and the MMC
+ * card stays untrusted (was: ambiguous, the fallback, the card trusted); the same with the mounted
+ * root named /dev/root or /dev/sda2 in mountinfo. */
+static void test_trust_anchor_stick_copies_esp(Fixture *f, gconstpointer data)
+{
+        static const DevSpec devs[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root"},
+        };
+        static const DevSpec stick = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "esp",
+                                      .partuuid = SDA1_PARTUUID};
+        const char *mode = data;
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        trust_add(f, "sdc", "pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block", NULL);
+        world_add_all(f, devs, G_N_ELEMENTS(devs));
+        set_config(f, "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro");
+        if (*mode) {
+                const char *mounts[] = {mode, "/", NULL};
+                set_mountinfo(f, mounts);
+        }
+        run_boot(f);
+        world_add(f, &stick);
+        run_udev(f, &stick, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        g_assert_null(strstr(r.err, "more than one"));
+        run_clear(&r);
+        world_add(f, &anchor_card);
+        run_udev(f, &anchor_card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "0");
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
 }
 
 /* The first coldplug (no `boot`, no udev database: the kernel's uevent files carry no PARTUUID) with
@@ -1790,10 +1867,9 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
-/* A desktop booted by systemd-boot (the ESP on sda names the anchor) whose root is a btrfs RAID1 over
- * sda2 and sdb1, named root=UUID=: the member on the second internal disk is trusted as a member of
- * the multi-device root on fixed storage, so the root assembles in the initramfs; without root=UUID=
- * naming it, that disk is untrusted like any disk the boot does not name. */
+/* A root over two internal disks (root=UUID=, raid1 over sda2 and sdb1) with an anchor (the ESP on
+ * sda): the boot names sda only, so sdb needs trusted_disk= (an fsid is what any media can copy: it
+ * never grants trust, review A1-A5); with it the root assembles, the MMC card does not join. */
 static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
 {
         static const DevSpec devs[] = {
@@ -1807,7 +1883,7 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, G_N_ELEMENTS(devs));
         world_add(f, &anchor_card);
-        set_config(f, "");
+        set_config(f, "trusted_disk=/dev/sdb\n");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
         run_boot(f);
@@ -1821,16 +1897,129 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
         run_udev(f, &anchor_card, &r, FALSE);
         assert_kv(&r, "TRUSTED", "0");
         run_clear(&r);
-        /* the root named otherwise: the second disk is just a disk the boot does not name */
+        /* without trusted_disk=: the second disk is a disk the boot does not name, root=UUID= or not */
         remove_tree(f->rundir);
         g_assert_cmpint(g_mkdir_with_parents(f->rundir, 0755), ==, 0);
         kernel_reset();
-        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root1 ro");
+        set_config(f, "");
         run_udev(f, &devs[2], &r, FALSE);
         assert_kv(&r, "TRUSTED", "0");
         assert_kv(&r, "DECISION", "skip");
-        assert_kv(&r, "REASON", "removable-clone"); /* untrusted, with the fsid of trusted storage */
         run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
+}
+
+/* Review A1/A4/A5: an MMC card (class-fixed, the kind of media the anchor excludes) carrying a
+ * superblock with the fsid root=UUID= names is never trusted or scanned: a copy of the second member
+ * (A1), one with a higher generation next to the real members (A4, which would knock the real member
+ * out), a single-device root's copy claiming num_devices=2 (A5). */
+static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
+{
+        const char *which = data;
+        static const DevSpec raid[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "raid-1", .partlabel = "root1"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "raid-2", .partlabel = "root2"},
+        };
+        static const DevSpec one[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root1"},
+        };
+        static const DevSpec card_copy = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "raid-2"};
+        static const DevSpec card_newer = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1,
+                                           .image = "raid-2-newer"};
+        static const DevSpec card_nd2 = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "rootfs-nd2"};
+        const gboolean single = g_strcmp0(which, "single") == 0, newer = g_strcmp0(which, "newer") == 0;
+        const DevSpec *devs = single ? one : raid;
+        const DevSpec *card = single ? &card_nd2 : newer ? &card_newer : &card_copy;
+        /* copy: the real second member is absent (the card stands in for it) */
+        gsize n = single ? G_N_ELEMENTS(one) : newer ? G_N_ELEMENTS(raid) : 2;
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add_all(f, devs, n);
+        world_add(f, card);
+        set_config(f, newer ? "trusted_disk=/dev/sdb\n" : "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, single ? "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro"
+                              : "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
+        run_boot(f);
+        for (gsize i = 0; i <= n; i++) {
+                const DevSpec *s = i < n ? &devs[i] : card;
+                run_udev(f, s, &r, FALSE);
+                if (s == card) {
+                        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+                        assert_kv(&r, "TRUSTED", "0");
+                        assert_kv(&r, "DECISION", "skip");
+                } else if (i > 0) {
+                        assert_kv(&r, "TRUSTED", "1");
+                }
+                run_clear(&r);
+        }
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") + kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                         ==, 0);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/mmcblk2p1"));
+        g_assert_false(g_strv_contains((const char *const *)items, "/dev/sda2"));
+        if (newer)
+                g_assert_false(g_strv_contains((const char *const *)items, "/dev/sdb1"));
+}
+
+/* Review A6: the fixed disk sdb is replaced at the same major:minor by removable media whose remove
+ * event was lost (the inventory still holds the fixed disk's record, class fixed). The record's
+ * diskseq differs from sysfs's: neither its class nor its contents are taken: never scanned, listed
+ * (`skip unreadable` until its own event reads it; was: `scan unique`, empty skip_scan). */
+static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
+{
+        static const DevSpec fixed = {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home"};
+        static const DevSpec stick = {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home", .removable = TRUE};
+        static const DevSpec root = {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs"};
+        const char *dry[] = {"-v", "--dry-run", "reconcile", NULL};
+        const char *rec[] = {"-v", "reconcile", NULL};
+        Run r;
+
+        set_config(f, "");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=x ro");
+        world_add(f, &root);
+        world_add(f, &fixed);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb"), "diskseq", "5");
+        run_boot(f);
+        /* sdb and sdb1 go away without a remove event (sysfs only), and come back removable */
+        umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, "sdb1"));
+        umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, "sdb"));
+        g_hash_table_remove(f->syspaths, "sdb1");
+        g_hash_table_remove(f->syspaths, "sdb");
+        const char *sys = umockdev_testbed_get_sys_dir(tb);
+        const char *rel[] = {"class/block/sdb", "class/block/sdb1", "block/sdb", "block/sdb1", NULL};
+        for (int i = 0; rel[i]; i++) {
+                g_autofree char *pth = g_build_filename(sys, rel[i], NULL);
+                (void)unlink(pth);
+        }
+        g_autofree char *dd = g_build_filename(sys, "dev/block", NULL);
+        GDir *dir = g_dir_open(dd, 0, NULL);
+        const char *nm;
+        while (dir && (nm = g_dir_read_name(dir))) {
+                g_autofree char *pth = g_build_filename(dd, nm, NULL);
+                if (!g_file_test(pth, G_FILE_TEST_EXISTS))
+                        (void)unlink(pth);
+        }
+        if (dir)
+                g_dir_close(dir);
+        world_add(f, &stick);
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb"), "diskseq", "9");
+        kernel_reset();
+        run_helper(f, &r, dry);
+        g_test_message("dry-run: %s", r.out);
+        g_assert_null(strstr(r.out, "/dev/sdb1 scan"));
+        run_clear(&r);
+        run_helper(f, &r, rec);
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1"));
 }
 
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
@@ -3233,6 +3422,20 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);
+        add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);
+        g_test_add("/helper/trust/anchor-stick-copies-esp", Fixture, "", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
+        g_test_add("/helper/trust/anchor-stick-copies-esp-devroot", Fixture, "/dev/root", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
+        g_test_add("/helper/trust/anchor-stick-copies-esp-mounted", Fixture, "/dev/sda2", fixture_setup,
+                   test_trust_anchor_stick_copies_esp, fixture_teardown);
+        g_test_add("/helper/trust/anchor-card-root-fsid", Fixture, "copy", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
+        g_test_add("/helper/trust/anchor-card-root-fsid-newer", Fixture, "newer", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
+        g_test_add("/helper/trust/anchor-card-root-fsid-single", Fixture, "single", fixture_setup,
+                   test_trust_anchor_card_root_fsid, fixture_teardown);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

@@ -239,6 +239,11 @@ static const struct trusted_case trusted_cases[] = {
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by the media itself: name the disk by-path or by-id;"},
         {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
          "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        /* the link directory anywhere in the path (review finding 5) */
+        {"by-label-double-slash", "trusted_disk=/dev/disk//by-label/root\n", 1, "",
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by the media itself: name the disk by-path or by-id;"},
+        {"by-partuuid-dotdot", "trusted_disk=/dev/../dev/disk/by-partuuid/00\n", 1, "",
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by the media itself: name the disk by-path or by-id;"},
 };
 
 static void trusted_one(const struct trusted_case *t)
@@ -260,6 +265,13 @@ int main(void)
 {
         for (size_t i = 0; i < sizeof(trusted_cases) / sizeof(trusted_cases[0]); i++)
                 trusted_one(&trusted_cases[i]);
+        /* RAUC's device= and steamos.efi= anchor nothing through these (review finding 5) */
+        check_case = "content-link";
+        CHECK(bsg_is_content_link("/dev/disk/by-partlabel/rootfs.0"));
+        CHECK(bsg_is_content_link("/dev/disk/by-uuid/x"));
+        CHECK(!bsg_is_content_link("/dev/disk/by-path/pci-0000:00:04.0-part2"));
+        CHECK(!bsg_is_content_link("/dev/disk/by-id/nvme-x-part2"));
+        CHECK(!bsg_is_content_link("/dev/sda2"));
         check_case = "trusted-disk-too-many";
         {
                 struct bsg_config c;

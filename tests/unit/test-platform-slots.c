@@ -327,6 +327,9 @@ static const struct bsg_partition anchor_parts[] = {
         {"/dev/sda2", "x", "cccccccc-0000-0000-0000-000000000002", NULL, "usb", true, 0},
         {"/dev/vdc1", "rootfs.1", "dddddddd-0000-0000-0000-000000000001", NULL, "disk2", false, 0x0fc1},
         {"/dev/vdd1", "nodisk", "eeeeeeee-0000-0000-0000-000000000001", NULL, NULL, false, 0},
+        /* disk0 carries the stick's first PARTUUID too, twice (an event's entry and the inventory's) */
+        {"/dev/vda3", "y", "cccccccc-0000-0000-0000-000000000001", NULL, "disk0", false, 0},
+        {"/dev/vda3", "y", "cccccccc-0000-0000-0000-000000000001", NULL, "disk0", false, 0},
 };
 
 struct anchor_case {
@@ -348,13 +351,15 @@ static const struct anchor_case anchor_cases[] = {
          BSG_ANCHOR_ABSENT},
         {"root-path-is-no-anchor", "root=/dev/vda2", NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
         {"root-unique", "root=PARTUUID=" P_ROOT_A, NULL, 2, 0, NULL, "disk0", BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
-        /* a second disk carries the root's PARTUUID: ambiguous, neither is the anchor */
-        {"root-on-two-disks", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_AMBIGUOUS},
+        /* a second fixed disk carries the root's PARTUUID: ambiguous, the anchor is both disks (never
+         * the fallback) */
+        {"root-on-two-disks", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, NULL, "disk0,disk1", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_AMBIGUOUS},
         /* ... unless the root is mounted from one of them */
         {"root-on-two-disks-mounted", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, "disk0", "disk0", BSG_ANCHOR_ABSENT,
          BSG_ANCHOR_RESOLVED},
-        {"root-on-two-disks-mounted-elsewhere", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, "disk9", "", BSG_ANCHOR_ABSENT,
-         BSG_ANCHOR_AMBIGUOUS},
+        {"root-on-two-disks-mounted-elsewhere", "root=PARTUUID=" P_ROOT_A, NULL, 3, 0, "disk9", "disk0,disk1,disk9",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_AMBIGUOUS},
         /* an ambiguous root= does not undo an unambiguous ESP */
         {"loader-and-ambiguous-root", "root=PARTUUID=" P_ROOT_A, P_ESP_A, 3, 0, NULL, "disk0", BSG_ANCHOR_RESOLVED,
          BSG_ANCHOR_AMBIGUOUS},
@@ -373,6 +378,19 @@ static const struct anchor_case anchor_cases[] = {
         {"rauc-device", "quiet", NULL, 7, 0x0fc1, NULL, "disk2", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
         {"rauc-and-loader", "quiet", P_ESP_A, 7, 0x0fc1, NULL, "disk2,disk0", BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
         {"nothing", NULL, NULL, 7, 0, NULL, "", BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        /* review A3: a stick copying a fixed partition's name is no candidate (was: ambiguous) */
+        {"stick-copies-name", "root=PARTUUID=cccccccc-0000-0000-0000-000000000001", NULL, 8, 0, NULL, "disk0",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
+        {"stick-copies-loader", "quiet", "cccccccc-0000-0000-0000-000000000001", 8, 0, NULL, "disk0",
+         BSG_ANCHOR_RESOLVED, BSG_ANCHOR_ABSENT},
+        /* review finding 5: a link the media names anchors nothing (a kernel name does) */
+        {"steamos-efi-by-partlabel", "steamos.efi=/dev/disk/by-partlabel/efi-A", NULL, 7, 0, NULL, "",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_ABSENT},
+        {"steamos-efi-kernel-name", "steamos.efi=/dev/vda1", NULL, 7, 0, NULL, "disk0", BSG_ANCHOR_ABSENT,
+         BSG_ANCHOR_ABSENT},
+        /* two entries of one partition are one disk, not two */
+        {"same-disk-two-entries", "root=PARTUUID=cccccccc-0000-0000-0000-000000000001", NULL, 9, 0, NULL, "disk0",
+         BSG_ANCHOR_ABSENT, BSG_ANCHOR_RESOLVED},
 };
 
 static void anchor_one(const struct anchor_case *t)
@@ -389,6 +407,8 @@ static void anchor_one(const struct anchor_case *t)
         CHECK_STREQ(got, t->disks);
         CHECK(a.result[BSG_ANCHOR_LOADER] == t->loader_r);
         CHECK(a.result[BSG_ANCHOR_ROOT] == t->root_r);
+        /* the anchor is the ambiguous candidates only where nothing resolved */
+        CHECK(a.ambiguous == (t->loader_r != BSG_ANCHOR_RESOLVED && t->root_r == BSG_ANCHOR_AMBIGUOUS));
 }
 
 /* ---- root=/steamos.efi= name the active slot only through trusted storage (issue 18 case 2) ---- */
@@ -422,11 +442,11 @@ struct spec_case {
 static const struct bsg_partition verity_parts[] = {
         {"/dev/vda2", NULL, NULL, NULL, "disk0", false},
         {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
-        {"/dev/dm-0", "rootfs-A", NULL, NULL, "disk0", false, 0, "/dev/mapper/rootA"},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "disk0", false, .alias = "/dev/mapper/rootA"},
 };
 static const struct bsg_partition verity_stick_parts[] = {
         {"/dev/vda3", "rootfs-B", P_ROOT_B, NULL, "disk0", false},
-        {"/dev/dm-0", "rootfs-A", NULL, NULL, "usb", true, 0, "/dev/mapper/rootA"},
+        {"/dev/dm-0", "rootfs-A", NULL, NULL, "usb", true, .alias = "/dev/mapper/rootA"},
 };
 
 static const struct spec_case spec_cases[] = {
@@ -468,7 +488,9 @@ struct efivar_case {
         const char *name;
         const char *bytes; /* after the 4 attribute bytes, as ASCII that the test widens to UTF-16LE */
         bool truncate_last;
-        const char *want; /* NULL: -EINVAL */
+        const char *want; /* NULL: -EINVAL (or -EPERM where non_volatile) */
+        bool non_volatile, no_nul;
+        const char *junk; /* after the NUL, ASCII widened */
 };
 
 static const struct efivar_case efivar_cases[] = {
@@ -478,22 +500,29 @@ static const struct efivar_case efivar_cases[] = {
         {"cut-in-the-middle", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", true, NULL},
         {"not-ascii", "4A67B082-0A4C-41CF-B6C7-440B29BB8C" "\xc4" "F", false, NULL},
         {"empty", "", false, NULL},
+        /* review: attributes 7 (NON_VOLATILE): written by the running system, ignored */
+        {"non-volatile", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, true},
+        {"no-nul", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, false, true},
+        {"junk-after-nul", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F", false, NULL, false, false, "x"},
+        {"longer", "4A67B082-0A4C-41CF-B6C7-440B29BB8C4F0", false, NULL},
 };
 
 static void efivar_one(const struct efivar_case *t)
 {
-        uint8_t buf[4 + 2 * 64 + 2] = {7, 0, 0, 0};
-        size_t n = strlen(t->bytes), len = 4 + 2 * n + 2;
+        uint8_t buf[4 + 2 * 64 + 2 + 2 * 8] = {t->non_volatile ? 7 : 6, 0, 0, 0};
+        size_t n = strlen(t->bytes), len = 4 + 2 * n + (t->no_nul ? 0 : 2);
         char out[37];
 
         check_case = t->name;
         for (size_t i = 0; i < n; i++)
                 buf[4 + 2 * i] = (uint8_t)t->bytes[i];
+        for (size_t i = 0; t->junk && t->junk[i]; i++, len += 2)
+                buf[len] = (uint8_t)t->junk[i];
         if (t->truncate_last)
                 len = 4 + 2 * n - 3;
         int r = bsg_efivar_guid(buf, len, out);
         if (!t->want)
-                CHECK(r == -EINVAL);
+                CHECK(r == (t->non_volatile ? -EPERM : -EINVAL));
         else {
                 CHECK(r == 0);
                 if (r == 0)

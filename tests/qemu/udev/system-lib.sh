@@ -79,6 +79,22 @@ sys_dev() {
     return 1
 }
 
+# the device node of the USB partition (its sysfs path goes through usb) named $1 into SYS_USB_PART,
+# waiting up to 30 s for the hot-plugged stick; fails the case if there is none
+sys_usb_part() {
+    n=0
+    while [ $n -lt 300 ]; do
+        for u in /sys/class/block/sd*[0-9]; do
+            [ -e "$u/uevent" ] || continue
+            grep -qx "PARTNAME=$1" "$u/uevent" &&
+                case $(readlink -f "$u") in */usb*) SYS_USB_PART=/dev/${u##*/}; return 0 ;; esac
+        done
+        n=$((n + 1))
+        sleep 0.1
+    done
+    fail "no USB partition $1 after 30 s: $(ls /sys/class/block | tr '\n' ' ')"
+}
+
 # partition label of a device node or link (its name when it has none)
 sys_label() {
     case $1 in /dev/disk/*) n=$(readlink -f "$1") ;; *) n=$1 ;; esac

@@ -13,16 +13,8 @@
 . /lib/system-lib.sh
 
 # the stick: a partition labelled rootfs-A whose sysfs path goes through usb
-n=0
-USB=
-while [ -z "$USB" ] && [ $n -lt 300 ]; do
-    for u in /sys/class/block/sd*[0-9]; do
-        [ -e "$u/uevent" ] || continue
-        grep -qx 'PARTNAME=rootfs-A' "$u/uevent" && case $(readlink -f "$u") in */usb*) USB=/dev/${u##*/} ;; esac
-    done
-    [ -n "$USB" ] || { n=$((n + 1)); sleep 0.1; }
-done
-[ -n "$USB" ] || fail "no USB partition rootfs-A after 30 s: $(ls /sys/class/block | tr '\n' ' ')"
+sys_usb_part rootfs-A
+USB=$SYS_USB_PART
 INT=
 for u in /sys/class/block/vd*[0-9]; do
     grep -qx 'PARTNAME=rootfs-A' "$u/uevent" && INT=/dev/${u##*/}

@@ -1991,7 +1991,7 @@ static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
         umockdev_testbed_remove_device(tb, g_hash_table_lookup(f->syspaths, "sdb"));
         g_hash_table_remove(f->syspaths, "sdb1");
         g_hash_table_remove(f->syspaths, "sdb");
-        const char *sys = umockdev_testbed_get_sys_dir(tb);
+        g_autofree char *sys = umockdev_testbed_get_sys_dir(tb); /* transfer full */
         const char *rel[] = {"class/block/sdb", "class/block/sdb1", "block/sdb", "block/sdb1", NULL};
         for (int i = 0; rel[i]; i++) {
                 g_autofree char *pth = g_build_filename(sys, rel[i], NULL);

@@ -95,6 +95,21 @@ sys_usb_part() {
     fail "no USB partition $1 after 30 s: $(ls /sys/class/block | tr '\n' ' ')"
 }
 
+# change events in two orders: sys_change_first DEV (DEV's, then every virtio disk's and partition's)
+# and sys_change_last DEV (the other way round), each settled
+sys_change_first() {
+    must udevadm trigger --action=change "/sys/class/block/${1#/dev/}"
+    must udevadm settle --timeout=60
+    must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
+    must udevadm settle --timeout=60
+}
+sys_change_last() {
+    must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
+    must udevadm settle --timeout=60
+    must udevadm trigger --action=change "/sys/class/block/${1#/dev/}"
+    must udevadm settle --timeout=60
+}
+
 # partition label of a device node or link (its name when it has none)
 sys_label() {
     case $1 in /dev/disk/*) n=$(readlink -f "$1") ;; *) n=$1 ;; esac

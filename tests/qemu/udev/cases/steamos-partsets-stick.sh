@@ -56,16 +56,10 @@ must sys_gate_boot
 sys_udev_coldplug
 check coldplug
 
-must udevadm trigger --action=change "/sys/class/block/${USB#/dev/}"
-must udevadm settle --timeout=60
-must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
-must udevadm settle --timeout=60
+sys_change_first "$USB"
 check stick-first
 
-must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
-must udevadm settle --timeout=60
-must udevadm trigger --action=change "/sys/class/block/${USB#/dev/}"
-must udevadm settle --timeout=60
+sys_change_last "$USB"
 check stick-last
 
 # the contrast: without the late rules SteamOS's 0 wins on the stick

@@ -65,17 +65,11 @@ sys_udev_coldplug
 usb_check coldplug
 
 # 2. events again, the stick first, then every internal partition
-must udevadm trigger --action=change "/sys/class/block/${USB#/dev/}"
-must udevadm settle --timeout=60
-must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
-must udevadm settle --timeout=60
+sys_change_first "$USB"
 usb_check stick-first
 
 # 3. the internal partitions first, the stick last
-must udevadm trigger --action=change --subsystem-match=block --sysname-match='vd*'
-must udevadm settle --timeout=60
-must udevadm trigger --action=change "/sys/class/block/${USB#/dev/}"
-must udevadm settle --timeout=60
+sys_change_last "$USB"
 usb_check stick-last
 
 # nothing registers the stick, not even a scan of every device

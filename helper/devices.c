@@ -782,7 +782,7 @@ static bool trusted_by_name(const char *name, bool bus_hotplug, const struct bsg
         /* the boot names disks: nothing else is trusted (the fallback is not asked) */
         if (in && in->n_anchor) {
                 bool on = disk_listed(disk_link, in->anchor_disks, in->n_anchor);
-                *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
+                *ret_why = on ? WHY_ON_ANCHOR : WHY_OFF_ANCHOR;
                 return on;
         }
         if (in && in->narrow) {
@@ -845,9 +845,9 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
         }
         if (in->n_anchor) {
                 bool on = f->disk && disk_listed(f->disk, in->anchor_disks, in->n_anchor);
-                /* no exception for a member of root=UUID=: its fsid, devid and generation are what
-                 * any media can copy (a multi-disk root beyond the anchor disk needs trusted_disk=) */
-                *ret_why = on ? "on the disk that booted" : "not on the disk that booted";
+                /* no exception here: a member of a multi-device filesystem on the disk that booted is
+                 * trusted on another fixed disk by trust.c, which sees every superblock */
+                *ret_why = on ? WHY_ON_ANCHOR : WHY_OFF_ANCHOR;
                 return on;
         }
         if (in->narrow) {

@@ -143,6 +143,68 @@ static const char *mounted_root_disk(const struct ctx *c)
         return NULL;
 }
 
+/* A memory card's kernel name (mmcblkN, a Memory Stick's msblkN/mspblkN): the kernel's, not the media's. An
+ * MMC card in an SD slot passes the fallback's class test as fixed storage (device/type "MMC", as an
+ * eMMC's), so only the name tells a card reader's block device. */
+static bool is_card_name(const char *devnode)
+{
+        const char *base = devnode ? strrchr(devnode, '/') : NULL;
+        base = base ? base + 1 : devnode;
+        return base && (strncmp(base, "mmcblk", 6) == 0 || strncmp(base, "msblk", 5) == 0 ||
+                        strncmp(base, "mspblk", 6) == 0);
+}
+
+/* Whether E, a member of a multi-device filesystem, is another member of A's (A on the disk that
+ * booted): the same fsid and metadata_uuid, the same number of devices, another devid and device
+ * UUID, neither in an fsid change nor a seed. */
+static bool is_other_member(const struct bsg_device *e, const struct bsg_device *a)
+{
+        return a->state == BSG_DEV_BTRFS && memcmp(a->fsid, e->fsid, BSG_UUID_SIZE) == 0 &&
+               a->num_devices == e->num_devices && a->devid != e->devid &&
+               memcmp(a->dev_uuid, e->dev_uuid, BSG_UUID_SIZE) != 0 && !a->fsid_changing && !a->seeding &&
+               a->metadata_uuid_feature == e->metadata_uuid_feature &&
+               (!e->metadata_uuid_feature || memcmp(a->metadata_uuid, e->metadata_uuid, BSG_UUID_SIZE) == 0);
+}
+
+/* A multi-device filesystem with a member on the disk that booted (a btrfs RAID1 root over two
+ * internal disks, a desktop's /home) still assembles at boot: its members on other disks are trusted
+ * when their disk is fixed storage by its class, not a memory card and not stacked, and their devid
+ * is none of the members on the disk that booted. The superblock fields are what any media can
+ * write; the class is the kernel's: taking this exception needs a disk inside the machine, which the
+ * fallback trusts whole. A member under dm (dm-crypt over the second disk) needs trusted_disk=. */
+static void trust_members_of_booted(struct ctx *c)
+{
+        if (!c->trust_in.n_anchor || c->trust_in.narrow)
+                return;
+        for (size_t i = 0; i < c->n; i++) {
+                struct entry *e = &c->e[i];
+                if (!e->pd.untrusted || e->pd.state != BSG_DEV_BTRFS || e->pd.num_devices < 2 || e->pd.seeding ||
+                    e->pd.fsid_changing || e->pd.held || e->trust.stacked || !e->trust.class_known ||
+                    !e->trust.class_fixed || is_card_name(e->devnode) || !streq_ptr(e->trust_why, WHY_OFF_ANCHOR))
+                        continue;
+                bool member = false, devid_taken = false;
+                for (size_t k = 0; k < c->n && !devid_taken; k++) {
+                        const struct entry *a = &c->e[k];
+                        if (k == i || a->pd.untrusted || !streq_ptr(a->trust_why, WHY_ON_ANCHOR) ||
+                            a->pd.state != BSG_DEV_BTRFS || memcmp(a->pd.fsid, e->pd.fsid, BSG_UUID_SIZE) != 0)
+                                continue;
+                        /* a copy of a member the booted disk has is no other member */
+                        devid_taken = a->pd.devid == e->pd.devid;
+                        member = member || is_other_member(&e->pd, &a->pd);
+                }
+                if (!member || devid_taken)
+                        continue;
+                e->pd.untrusted = false;
+                e->trust_why = "a member of a multi-device filesystem on the disk that booted (fixed storage)";
+                log_debug("%s: trusted: %s", e->devnode, e->trust_why);
+                if (e->dev >= 0) {
+                        struct bsg_dev *d = &c->devs.v[e->dev];
+                        d->untrusted = false;
+                        d->trust_why = e->trust_why;
+                }
+        }
+}
+
 /* The anchor (the disks the boot names), once per run, then every entry's trust from it, the
  * configuration and the entry's class (is_trusted_storage()). */
 void decide_trust(struct ctx *c)
@@ -227,6 +289,7 @@ void decide_trust(struct ctx *c)
                         d->trust_by_config = by_config;
                 }
         }
+        trust_members_of_booted(c);
 }
 
 /* The boot names a partition by PARTUUID (root=, steamos.efi=, LoaderDevicePartUUID): a whole disk

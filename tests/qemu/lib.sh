@@ -305,7 +305,7 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk3.img"
         serials=(clone-a clone-b clone-c sb-swap)
         ;;
-    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale|steamos-usbcraft|steamos-verity)
+    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale|steamos-usbcraft|steamos-verity|raid-2disk)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
         # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
         # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
@@ -331,6 +331,9 @@ qemu_make_disks() {
         # --no-superblock, sha256, 4 KiB blocks) and at 4 MiB one line
         # "bsg-verity ROOTHASH SALT DATABLOCKS" the guest builds its table from, and a whole disk
         # (serial data, no partition table) holding a btrfs of its own (fsid 5c1a6e2f-...-0a0d).
+        # `raid-2disk` (issue 18 item 1, a desktop's multi-device root): disk0 (serial raid-a) holds
+        # esp and root1, disk1 (serial raid-b) holds root2: one btrfs raid1 (data and metadata) over
+        # root1 (devid 1) and root2 (devid 2), fsid 5c1a6e2f-...-0a05, label raidroot.
         # mkfs runs on files that dd writes into the partitions' offsets (no loop device needed).
         local fs_root=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a02 fs_var=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a03
         local fs_home=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a04 p n img label start
@@ -400,6 +403,12 @@ qemu_make_disks() {
                 "$(echo "$vout" | awk -F':[ \t]*' '/^Salt/ { print $2 }')" \
                 "$(echo "$vout" | awk -F':[ \t]*' '/^Data blocks/ { print $2 }')" |
                 dd of="$d/disk1.img" bs=1M seek=4 conv=notrunc status=none
+        elif [ "$layout" = raid-2disk ]; then
+            parts=("esp root1" "root2")
+            serials=(raid-a raid-b)
+            truncate -s 128M "$d/fs/root1.img" "$d/fs/root2.img"
+            mkfs.btrfs -q -f -L raidroot -d raid1 -m raid1 -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a05 \
+                "$d/fs/root1.img" "$d/fs/root2.img"
         elif [ "$layout" = steamos-2disk ]; then
             parts=("esp rootfs-A rootfs-B var-A var-B home" "rootfs-A rootfs-B")
             serials=(steamos steamos-copy)

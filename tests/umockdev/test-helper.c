@@ -1875,6 +1875,7 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
 static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
 {
         static const DevSpec sda2_copy = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "raid-1"};
+        static const DevSpec sdb1_copy = {.node = "sdd1", .disk = "sdd", .partn = 1, .image = "raid-2"};
         const char *status_args[] = {"-v", "status", NULL};
         static const DevSpec devs[] = {
                 {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
@@ -1930,6 +1931,25 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
                                  kernel_count("SCAN_DEV", "/dev/mmcblk2p1") +
                                  kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
                          ==, 0);
+        /* a third fixed disk with a copy of the second member: two disks claim devid 2, neither is
+         * trusted (said); the root does not assemble without trusted_disk= (fail closed) */
+        world_add(f, &sdb1_copy);
+        run_udev(f, &sdb1_copy, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        g_assert_nonnull(strstr(r.err, "both claim devid 2"));
+        run_clear(&r);
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        assert_kv(&r, "DECISION", "skip");
+        run_clear(&r);
+        set_config(f, "trusted_disk=/dev/sdb\n");
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        run_clear(&r);
+        run_udev(f, &sdb1_copy, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdd1") + kernel_count("DEVICES_READY", "/dev/sdd1"), ==, 0);
 }
 
 /* Review A1/A4/A5: an MMC card (class-fixed, the kind of media the anchor excludes) carrying a

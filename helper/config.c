@@ -163,11 +163,13 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                         if (strncmp(value, "/dev/", 5) != 0 || strlen(value) >= BSG_TRUSTED_DISK_MAX ||
                             strpbrk(value, " \t"))
                                 BAD("trusted_disk: expected a path under /dev/ of at most 255 bytes");
-                        /* names the content writes (a label, a partition name, a UUID): a stick can carry
+                        /* names the content writes (a label, a partition name, a UUID) or the device
+                         * reports (by-id: model, serial, WWN; LUKS and md UUIDs): a stick can carry
                          * them too, so they never name trusted storage */
-                        if (bsg_is_content_link(value))
-                                BAD("trusted_disk: a by-label, by-partlabel, by-uuid or by-partuuid name is written by "
-                                    "the media itself: name the disk by-path or by-id");
+                        if (bsg_is_content_link(value) || strstr(value, "/by-id/"))
+                                BAD("trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is "
+                                    "written or reported by the media itself (by-id: its model and serial): name "
+                                    "the disk by-path or by its kernel name");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
                                 BAD("trusted_disk: more than 16 disks");
                         strcpy(config->trusted_disks[config->n_trusted_disks++], value);

@@ -103,10 +103,11 @@ mkdir -p "$tree/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' >"$tree/etc/systemd/journald.conf.d/bsg-image.conf"
 # the SteamOS partitions are spread over three disks here (so that PCI order can be permuted); the boot
 # names the disks of the root and of the ESP only, and trusted storage is what the boot or the
-# configuration names (issue 18 item 1): the slot disks are named by their serials (lib.sh)
-printf '%s\n' '# the image: every disk of the A/B set (by serial; never by label or PARTUUID)' \
-    trusted_disk=/dev/disk/by-id/virtio-bsg-sys trusted_disk=/dev/disk/by-id/virtio-bsg-a \
-    trusted_disk=/dev/disk/by-id/virtio-bsg-b >"$tree/etc/btrfs-scan-gate.conf"
+# configuration names (issue 18 item 1): the slot disks are named by the PCI slots image_boot() puts
+# them in (lib.sh: 0x5-0x7, in any order; never by serial, label or PARTUUID, which media can copy)
+printf '%s\n' '# the image: the PCI slots of the A/B set disks' \
+    trusted_disk=/dev/disk/by-path/pci-0000:00:05.0 trusted_disk=/dev/disk/by-path/pci-0000:00:06.0 \
+    trusted_disk=/dev/disk/by-path/pci-0000:00:07.0 >"$tree/etc/btrfs-scan-gate.conf"
 
 # chroot work (update-initramfs inside the image root) in a private mount namespace
 in_root() {

@@ -1,9 +1,10 @@
 #!/bin/bash
-# bench/run.sh [--no-kernel] [--out DIR]: what the helper and the kernel series cost, next to the
+# bench/run.sh [--no-kernel] [--devices N] [--out DIR]: what the helper and the kernel series cost, next to the
 # tools users would use instead, measured in one run (a benchmark, not a test: it prints numbers
 # and ratios against baselines of the same run and never fails on a time).
 #
-#   1. per event, on real loop devices (two byte-identical clones and one unique fs):
+#   1. per event, on real loop devices (two byte-identical clones and one unique fs, plus loop
+#      devices each with a btrfs of its own until the host has N block devices, default 15):
 #      `btrfs-scan-gate udev DEV` vs `btrfs device scan DEV` vs `udevadm test-builtin 'btrfs ready
 #      DEV'` vs ready-floor (a process doing only the builtin's ioctl): instructions (callgrind,
 #      every process of the command, fork children included), wall time (hyperfine -N);
@@ -25,9 +26,11 @@ repo=$(cd "$here/.." && pwd)
 
 out=/var/tmp/bench/run
 kernel=1
+devices=15
 while [ $# -gt 0 ]; do
     case $1 in
     --no-kernel) kernel=0 ;;
+    --devices) devices=$2; shift ;;
     --out) out=$2; shift ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -80,17 +83,27 @@ for img in clone-a clone-b unique; do
 done
 A=${loops[0]} B=${loops[1]} U=${loops[2]}
 say "loop devices: clones $A $B, unique $U"
+# more block devices, each a btrfs of its own, until the host has --devices of them (an A/B
+# handheld has about 15): every event decides the whole set, so the set's size is part of its cost
+extra=0
+while [ "$(ls /sys/class/block | wc -l)" -lt "$devices" ] && [ ${#loops[@]} -lt 16 ]; do
+    truncate -s 128M "$work/extra$extra.img"
+    mkfs.btrfs -q -f -L "bench-extra$extra" "$work/extra$extra.img" >>"$logs/mkfs.log" 2>&1
+    loops+=("$(losetup -f --show "$work/extra$extra.img")")
+    extra=$((extra + 1))
+done
+[ "$extra" = 0 ] || say "$extra more loop devices (each a btrfs of its own): ${loops[*]:3}"
 dd if="$work/clone-a.img" of="$work/superblock.bin" bs=4096 skip=16 count=1 status=none
 
 mkdir -p "$work/run"
 # loop devices are untrusted storage unless the configuration names them (issue 18): named, so that
 # the unique filesystem is scanned as on a disk; the boot names no disk (no EFI variables either)
-printf 'trusted_disk=%s\n' "$A" "$B" "$U" >"$work/bench.conf"
+printf 'trusted_disk=%s\n' "${loops[@]}" >"$work/bench.conf"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/bench-none rw quiet" >"$work/cmdline"
 mkdir -p "$work/efivars"
 export BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_CONFIG=$work/bench.conf BTRFS_SCAN_GATE_CMDLINE=$work/cmdline \
     BTRFS_SCAN_GATE_EFIVARS=$work/efivars
-for d in "$A" "$B" "$U"; do "$H" udev "$d" >"$logs/helper-warm-${d##*/}.out" 2>&1; done
+for d in "${loops[@]}"; do "$H" udev "$d" >"$logs/helper-warm-${d##*/}.out" 2>&1; done
 decision() { grep -m1 '^BTRFS_SCAN_GATE_DECISION=' "$logs/helper-warm-${1##*/}.out" | cut -d= -f2; }
 # the measured events are `change` events: the device is read and (unique) handed to the kernel
 # with the re-read check; an `add` of a device the inventory has would read nothing and ask nothing

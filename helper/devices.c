@@ -87,13 +87,31 @@ static struct bsg_dev *devs_append(struct bsg_devs *devs)
 
 /* Reads the sysfs attribute ATTR of block device NAME into BUF (NUL-terminated, one trailing
  * newline dropped). Returns its length or -errno. */
+/* BUF := "/sys/dev/block/MAJ:MIN" SUFFIX (without snprintf: see bsg_join()). */
+static bool devnum_path(char *buf, size_t size, dev_t devnum, const char *suffix)
+{
+        char num[32], *p = num + sizeof(num);
+        unsigned v = minor(devnum);
+
+        *--p = '\0';
+        do
+                *--p = (char)('0' + v % 10);
+        while ((v /= 10));
+        *--p = ':';
+        v = major(devnum);
+        do
+                *--p = (char)('0' + v % 10);
+        while ((v /= 10));
+        return bsg_join(buf, size, "/sys/dev/block/", p, suffix, NULL);
+}
+
 static ssize_t sysfs_read(const char *name, const char *attr, char *buf, size_t size)
 {
         char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
         ssize_t n;
 
-        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/%s", name, attr) >= sizeof(path))
+        if (!bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, "/", attr, NULL))
                 return -ENAMETOOLONG;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -245,7 +263,7 @@ static bool has_holders(const char *name)
         bool held = false;
         DIR *dir;
 
-        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/holders", name) >= sizeof(path))
+        if (!bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, "/holders", NULL))
                 return false;
         dir = opendir(path);
         if (!dir)
@@ -382,7 +400,7 @@ const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size)
         _cleanup_close_ int fd = -1;
         ssize_t n;
 
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/dm/name", major(devnum), minor(devnum));
+        devnum_path(path, sizeof(path), devnum, "/dm/name");
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0 || (n = read(fd, buf, size - 1)) <= 0)
                 return NULL;
@@ -412,7 +430,7 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 return 0;
         if (sysfs_read(name, "uevent", uevent, sizeof(uevent)) < 0)
                 uevent[0] = '\0';
-        snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s", name);
+        bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, NULL);
         l = readlink(path, link, sizeof(link) - 1);
         if (l < 0)
                 return 0; /* vanished since readdir() */
@@ -903,10 +921,11 @@ static uint64_t devnum_attr_u64(dev_t devnum, const char *attr, bool of_disk)
         int fd;
         ssize_t l;
 
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        devnum_path(path, sizeof(path), devnum, "/partition");
         bool up = of_disk && stat(path, &st) == 0;
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s%s", major(devnum), minor(devnum), up ? "../" : "",
-                 attr);
+        char rel[64];
+        bsg_join(rel, sizeof(rel), up ? "/../" : "/", attr, NULL);
+        devnum_path(path, sizeof(path), devnum, rel);
         if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
                 return 0;
         l = read(fd, v, sizeof(v) - 1);
@@ -976,12 +995,12 @@ char *bsg_disk_of_devnum(dev_t devnum)
         char path[64], link[PATH_MAX];
         ssize_t l;
 
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        devnum_path(path, sizeof(path), devnum, "");
         l = readlink(path, link, sizeof(link) - 1);
         if (l <= 0)
                 return NULL;
         link[l] = '\0';
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(devnum), minor(devnum));
+        devnum_path(path, sizeof(path), devnum, "/partition");
         if (access(path, F_OK) == 0) {
                 char *slash = strrchr(link, '/');
                 if (slash)
@@ -1086,7 +1105,7 @@ const char *bsg_sysname_of_devnum(dev_t devnum, char *buf, size_t size)
 {
         char path[64];
 
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
+        devnum_path(path, sizeof(path), devnum, "");
         ssize_t l = readlink(path, buf, size - 1);
         if (l <= 0)
                 return NULL;
@@ -1102,15 +1121,18 @@ bool bsg_devnum_partitioned_disk(dev_t devnum)
         bool found = false;
         DIR *dir;
 
-        snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(devnum), minor(devnum));
-        snprintf(sub, sizeof(sub), "%s/partition", path);
-        if (access(sub, F_OK) == 0 || !(dir = opendir(path)))
+        char link[PATH_MAX];
+        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
+        devnum_path(path, sizeof(path), devnum, "");
+        devnum_path(sub, sizeof(sub), devnum, "/partition");
+        if (!name || access(sub, F_OK) == 0 || !(dir = opendir(path)))
                 return false; /* a partition itself, or gone */
+        size_t l = strlen(name);
         while (!found && (de = readdir(dir))) {
-                if (de->d_name[0] == '.')
+                /* a partition's directory is named after its disk (sda1, nvme0n1p2, loop0p1) */
+                if (strncmp(de->d_name, name, l) != 0 || !de->d_name[l])
                         continue;
-                snprintf(sub, sizeof(sub), "%s/%s/partition", path, de->d_name);
-                found = access(sub, F_OK) == 0;
+                found = bsg_join(sub, sizeof(sub), path, "/", de->d_name, "/partition", NULL) && access(sub, F_OK) == 0;
         }
         closedir(dir);
         return found;

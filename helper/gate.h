@@ -141,6 +141,15 @@ int gather_trust(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
 
+/* inputs.c: what the system says, read once per run (I/O) */
+/* The configuration into c->config (defaults where there is none; errors said in c->errors). */
+void load_config(struct ctx *c);
+/* The command line, mountinfo, the kernel's capabilities, the mounted btrfs filesystems and the EFI
+ * loader's partition. */
+void load_kernel_state(struct ctx *c);
+/* Slots from the platform: RAUC's system.conf (c->rauc, c->rauc_rdev) and SteamOS's partsets. */
+void load_platform_slots(struct ctx *c);
+
 /* trust.c (issue 18 item 1) */
 /* The device numbers trusted_disk= names and their disks; sets c->trust_in (without the anchor). */
 void load_trusted_disks(struct ctx *c);

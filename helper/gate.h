@@ -150,6 +150,16 @@ void load_kernel_state(struct ctx *c);
 /* Slots from the platform: RAUC's system.conf (c->rauc, c->rauc_rdev) and SteamOS's partsets. */
 void load_platform_slots(struct ctx *c);
 
+/* active.c: the slots of this run, over the entries */
+/* The active slot (c->active_slot, c->slot_source) and the disk that booted (c->booted_disk,
+ * c->root_disk), once the entries' labels, PARTUUIDs and disks are in. */
+void find_active_slot(struct ctx *c);
+/* Whether E is on the disk that booted, or on the root's (true while that disk is unknown). */
+bool on_booted_disk(const struct ctx *c, const struct entry *e);
+/* E's slot from the platform (RAUC, SteamOS partsets) into e->slot, e->base, e->slot_scheme. Returns 1
+ * when one of them names it, else 0. */
+int platform_slot(const struct ctx *c, struct entry *e);
+
 /* trust.c (issue 18 item 1) */
 /* The device numbers trusted_disk= names and their disks; sets c->trust_in (without the anchor). */
 void load_trusted_disks(struct ctx *c);

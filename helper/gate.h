@@ -160,6 +160,13 @@ bool on_booted_disk(const struct ctx *c, const struct entry *e);
  * when one of them names it, else 0. */
 int platform_slot(const struct ctx *c, struct entry *e);
 
+/* entries.c: the table of entries */
+/* c->e from c->devs and the records of c->state, with every entry's trust, slot and mount facts.
+ * Drops records that describe another device now. Returns 0 or -ENOMEM. */
+int entries_build(struct ctx *c);
+/* Whether REC (the inventory's) describes the device D enumerated or stat()ed now. */
+bool record_is_of(const struct bsg_record *rec, const struct bsg_dev *d);
+
 /* trust.c (issue 18 item 1) */
 /* The device numbers trusted_disk= names and their disks; sets c->trust_in (without the anchor). */
 void load_trusted_disks(struct ctx *c);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What every verb of the helper shares: the invocation's context, the table of entries (one per
  * device the decision is over), messages, and the prototypes of the verb files, the inventory (I/O:
- * gathers what a decision needs), the plan (pure: entries -> kernel actions) and the executor (I/O:
- * performs a plan). */
+ * gathers what a decision needs; its parts inputs.c, entries.c, active.c and trust.c), the plan
+ * (pure: entries -> kernel actions) and the executor (I/O: performs a plan). */
 #pragma once
 
 #include <stdbool.h>

@@ -30,7 +30,7 @@ struct bsg_dev {
         bool class_fixed;      /* fixed storage by the fallback's test (stacked: every slave is) */
         const char *class_why; /* why (a static string) */
         bool stacked;          /* dm/md (or a partition on one): its trust is its slaves', asked of sysfs */
-        /* its trust in this run (inventory.c, from the class, the configuration and the boot) */
+        /* its trust in this run (trust.c, from the class, the configuration and the boot) */
         bool untrusted;  /* !is_trusted_storage() */
         bool trust_by_config; /* trusted because trusted_disk= names it (or its disk, or its slaves') */
         const char *trust_why; /* why it is (un)trusted, a static string; NULL before it is decided */
@@ -38,7 +38,7 @@ struct bsg_dev {
         bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
         bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
-        char *disk;       /* sysfs path of the whole disk it is on (inventory.c fills it); NULL unknown */
+        char *disk;       /* sysfs path of the whole disk it is on (entries.c fills it); NULL unknown */
         bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
         char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
                            * device, not its hash device), or an md device over one slave: its kernel
@@ -79,7 +79,7 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all);
  * get equal ids (issue 10 item 8). */
 void bsg_devs_add_storage_ids(struct bsg_devs *devs);
 
-/* What trust is decided from in one run, gathered once per run (inventory.c): the device numbers
+/* What trust is decided from in one run, gathered once per run (trust.c): the device numbers
  * trusted_disk= names and their disks' sysfs paths, and the anchor: the sysfs paths of the disks the
  * boot names (slot.h bsg_boot_anchor()). With an anchor, trusted storage is an allowlist; without one
  * the fallback (the class test) decides. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* What every verb of the helper shares: the invocation's context, the table of entries (one per
  * device the decision is over), messages, and the prototypes of the verb files, the inventory (I/O:
- * gathers what a decision needs), the plan (pure: entries -> kernel actions) and the executor (I/O:
- * performs a plan). */
+ * gathers what a decision needs; its parts inputs.c, entries.c, active.c and trust.c), the plan
+ * (pure: entries -> kernel actions) and the executor (I/O: performs a plan). */
 #pragma once
 
 #include <stdbool.h>
@@ -140,6 +140,32 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd);
 int gather_trust(struct ctx *c);
 /* Writes what this invocation read into the state (records of btrfs devices). */
 void record_all(struct ctx *c);
+
+/* inputs.c: what the system says, read once per run (I/O) */
+/* The configuration into c->config (defaults where there is none; errors said in c->errors). */
+void load_config(struct ctx *c);
+/* The command line, mountinfo, the kernel's capabilities, the mounted btrfs filesystems and the EFI
+ * loader's partition. */
+void load_kernel_state(struct ctx *c);
+/* Slots from the platform: RAUC's system.conf (c->rauc, c->rauc_rdev) and SteamOS's partsets. */
+void load_platform_slots(struct ctx *c);
+
+/* active.c: the slots of this run, over the entries */
+/* The active slot (c->active_slot, c->slot_source) and the disk that booted (c->booted_disk,
+ * c->root_disk), once the entries' labels, PARTUUIDs and disks are in. */
+void find_active_slot(struct ctx *c);
+/* Whether E is on the disk that booted, or on the root's (true while that disk is unknown). */
+bool on_booted_disk(const struct ctx *c, const struct entry *e);
+/* E's slot from the platform (RAUC, SteamOS partsets) into e->slot, e->base, e->slot_scheme. Returns 1
+ * when one of them names it, else 0. */
+int platform_slot(const struct ctx *c, struct entry *e);
+
+/* entries.c: the table of entries */
+/* c->e from c->devs and the records of c->state, with every entry's trust, slot and mount facts.
+ * Drops records that describe another device now. Returns 0 or -ENOMEM. */
+int entries_build(struct ctx *c);
+/* Whether REC (the inventory's) describes the device D enumerated or stat()ed now. */
+bool record_is_of(const struct bsg_record *rec, const struct bsg_dev *d);
 
 /* trust.c (issue 18 item 1) */
 /* The device numbers trusted_disk= names and their disks; sets c->trust_in (without the anchor). */

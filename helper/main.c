@@ -4,8 +4,9 @@
  * fsid) never race each other into the kernel's device list. See btrfs-scan-gate.8.
  *
  * main.c only parses the command line and dispatches to a verb (verb-*.c). The verbs build the
- * inventory (inventory.c: configuration, kernel state, devices, state file; trust.c: the disks the
- * boot names and every device's trust; I/O), decide and plan
+ * inventory (inputs.c: configuration, kernel state, platform slot files; inventory.c: devices, state
+ * file, the gather; entries.c: the table of entries; active.c: the active slot and the booted disk;
+ * trust.c: the disks the boot names and every device's trust; I/O), decide and plan
  * (plan.c, pure: entries -> verdicts -> kernel actions) and perform the plan (executor.c). The I/O
  * lives in devices.c (block devices), state.c (lock, state file) and kernel.c (every kernel
  * interface); superblock.c, policy.c, skiplist.c, config.c, cmdline.c, slot.c and plan.c are pure.

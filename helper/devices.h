@@ -42,7 +42,7 @@ struct bsg_dev {
         bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
         char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
                            * device, not its hash device), or an md device over one slave: its kernel
-                           * name; else NULL */
+                           * name; over a stack (dm on dm), the device at the bottom's; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 

@@ -318,6 +318,31 @@ int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret)
         return rec.decision[0] && rec.sysname[0] ? 1 : 0;
 }
 
+int bsg_udev_held_unheld(char (*ret)[256], size_t max)
+{
+        _cleanup_udev_ struct udev *udev = udev_new();
+        struct udev_enumerate *en;
+        struct udev_list_entry *item;
+        size_t n = 0;
+
+        if (!udev || !(en = udev_enumerate_new(udev)))
+                return -ENOMEM;
+        if (udev_enumerate_add_match_subsystem(en, "block") < 0 ||
+            udev_enumerate_add_match_property(en, "BTRFS_SCAN_GATE_REASON", "held") < 0 ||
+            udev_enumerate_scan_devices(en) < 0) {
+                udev_enumerate_unref(en);
+                return -ENOMEM;
+        }
+        udev_list_entry_foreach(item, udev_enumerate_get_list_entry(en)) {
+                const char *syspath = udev_list_entry_get_name(item), *name = strrchr(syspath, '/');
+                if (n >= max || !name || strlen(name + 1) >= sizeof(ret[0]) || has_holders(name + 1))
+                        continue;
+                snprintf(ret[n++], sizeof(ret[0]), "%s", name + 1);
+        }
+        udev_enumerate_unref(en);
+        return (int)n;
+}
+
 int bsg_sysfs_reannounce(const char *name)
 {
         char path[PATH_MAX], line[128];

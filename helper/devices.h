@@ -178,6 +178,11 @@ int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret);
  * "change UUID BSG=reannounced" to its sysfs uevent file. Returns 0 or -errno. */
 int bsg_sysfs_reannounce(const char *name);
 
+/* The kernel names of the block devices whose udev record says `held` (the gate's REASON) while no
+ * device holds them any longer (holders/ empty): the former members of a stacked device just removed,
+ * which no event re-decided. At most MAX into RET. Returns how many, or -errno. */
+int bsg_udev_held_unheld(char (*ret)[256], size_t max);
+
 /* The device numbers of the members (slaves/) of the stacked device SYSNAME, at most MAX into RET.
  * Returns how many. */
 size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max);

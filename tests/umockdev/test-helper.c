@@ -1598,6 +1598,74 @@ static void test_stacked_dm_on_dm(Fixture *f, gconstpointer data)
                 g_assert_cmpuint(kernel_count("SCAN_DEV", *dev) + kernel_count("DEVICES_READY", *dev), ==, 0);
 }
 
+/* Issue 18 case 10, a stacked device removed: dm-linear `home` (dm-1) over the home partition sdb3 is
+ * removed (`dmsetup remove`): the kernel sends sdb3 no event, and its udev record still says `skip
+ * held`. The dm device's `remove` event sends sdb3 a change event; its own event then scans it
+ * (`scan unique`), as a boot without the dm device would. A device still held is left alone. On
+ * e640833 the remove event re-announced nothing. */
+static void world_remove(Fixture *f, const DevSpec *s);
+static void run_udev_action(Fixture *f, const DevSpec *s, const char *action, const char *const *extra, Run *r);
+
+static void test_stacked_removed(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb3", .disk = "sdb", .partn = 3, .image = "home", .partlabel = "home"},
+                {.node = "sdb4", .disk = "sdb", .partn = 4, .image = "var", .partlabel = "var"},
+        };
+        static const DevSpec dm[] = {{.node = "dm-1", .image = "home"}, {.node = "dm-2", .image = "var"}};
+        const DevSpec *sdb3 = &parts[0], *sdb4 = &parts[1], *dm1 = &dm[0], *dm2 = &dm[1];
+        const char *const verbose[] = {"--verbose", NULL};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add_all(f, dm, G_N_ELEMENTS(dm));
+        const char *p_dm1 = g_hash_table_lookup(f->syspaths, "dm-1"), *p_dm2 = g_hash_table_lookup(f->syspaths, "dm-2");
+        const char *p_sdb3 = g_hash_table_lookup(f->syspaths, "sdb3"), *p_sdb4 = g_hash_table_lookup(f->syspaths, "sdb4");
+        umockdev_testbed_set_attribute(tb, p_dm1, "dm/name", "home\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm1, "slaves/sdb3", "../../sdb/sdb3");
+        umockdev_testbed_set_attribute(tb, p_sdb3, "holders/dm-1", "");
+        umockdev_testbed_set_attribute(tb, p_dm2, "dm/name", "var\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm2, "slaves/sdb4", "../../sdb/sdb4");
+        umockdev_testbed_set_attribute(tb, p_sdb4, "holders/dm-2", "");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-1"), 0, "linear 4001:3 0");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-2"), 0, "linear 4001:4 0");
+        set_cmdline(f, STEAMOS_CMDLINE);
+        for (const DevSpec *const *dev = (const DevSpec *const[]){sdb3, sdb4, dm1, dm2, NULL}; *dev; dev++) {
+                verity_event(f, *dev, FALSE, &r);
+                if (*dev == sdb3 || *dev == sdb4)
+                        assert_kv(&r, "REASON", "held");
+                else
+                        assert_kv(&r, "DECISION", "scan");
+                run_clear(&r);
+                (void)reannounced(f, (*dev)->node);
+        }
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb3") + kernel_count("DEVICES_READY", "/dev/sdb3"), ==, 0);
+
+        /* `dmsetup remove home`: the holder link goes before the remove event */
+        g_autofree char *holder = g_build_filename(tb_root, p_sdb3, "holders", "dm-1", NULL);
+        g_assert_cmpint(unlink(holder), ==, 0);
+        world_remove(f, dm1);
+        run_udev_action(f, dm1, "remove", verbose, &r);
+        g_test_message("remove dm-1: %s\n%s", r.out, r.err);
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/sdb3"));
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "sdb4"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "sdb3"));
+        g_assert_false(reannounced(f, "sdb4"));
+        /* the change event it asked for decides the partition on its own */
+        verity_event(f, sdb3, TRUE, &r);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "unique");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb3") + kernel_count("DEVICES_READY", "/dev/sdb3"), >=, 1);
+        /* another removal finds nothing left held without a holder */
+        world_remove(f, dm2);
+        run_udev_action(f, dm2, "remove", NULL, &r);
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced"));
+        run_clear(&r);
+        g_assert_false(reannounced(f, "sdb4"));
+}
+
 /* The slot of a dm device comes from its data slave's partition only over trusted storage: a dm-crypt
  * (the table says so) over a stick partition named rootfs-A, with root=/dev/mapper/stickroot, has no
  * slot, names no active slot, is untrusted and never scanned; the internal copies keep theirs. */
@@ -3498,6 +3566,7 @@ int main(int argc, char **argv)
                    fixture_setup, test_stacked_dm_on_dm, fixture_teardown);
         g_test_add("/helper/trust/stacked-verity-over-linear", Fixture, "verity-over-linear",
                    fixture_setup, test_stacked_dm_on_dm, fixture_teardown);
+        add("/helper/trust/stacked-removed", test_stacked_removed);
         add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         add("/helper/trust/anchor-root", test_trust_anchor_root);
         add("/helper/trust/anchor-fallback", test_trust_anchor_fallback);

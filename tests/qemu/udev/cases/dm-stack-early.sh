@@ -9,7 +9,8 @@
 #   `change`). (dm-mod.create= itself cannot run here: Debian builds dm-mod as a module, and
 #   dm-init needs it built in.)
 # - dm on dm: `root` = dm-linear over `vroot` = dm-verity over rootfs-A (hash tree on the verity
-#   disk); root=/dev/mapper/root. `home` = dm-linear over the home partition.
+#   disk); root=/dev/mapper/root. `home` = dm-linear over the home partition, `espmap` = dm-linear
+#   over the esp (vfat: the gate's rules probe it and keep nothing: no ID_FS_TYPE, no decision).
 # - the dm devices removed while udevd runs (`dmsetup remove`, top first): their former slaves must
 #   end as a change event of everything gives them, without any event but the removal's.
 # Expected after the coldplug, and after change events with the partitions first and the dm devices
@@ -33,6 +34,7 @@
 PA=$(sys_dev rootfs-A) || fail "no rootfs-A partition"
 PB=$(sys_dev rootfs-B) || fail "no rootfs-B partition"
 PH=$(sys_dev home) || fail "no home partition"
+PE=$(sys_dev esp) || fail "no esp partition"
 HASHDEV=
 for d in /sys/block/vd*; do
     [ "$(cat "$d/serial" 2>/dev/null)" = verity ] && HASHDEV=/dev/${d##*/}
@@ -108,6 +110,10 @@ stack_check() {
         case $(target "$link") in "$PA" | "$VR" | "$PH") bad "$what: $link points at a held device" ;; esac
     done
     grep -q "^active slot: A" /tmp/status.txt || bad "$what: status: $(grep '^active slot' /tmp/status.txt), expected A"
+    dev=$ED
+    sys_props "$dev"
+    want ID_FS_TYPE -
+    want BTRFS_SCAN_GATE_DECISION -
     tlog "$what: checked ($(wc -l </tmp/bad) failed checks so far)"
 }
 
@@ -120,9 +126,9 @@ snap() {
         sys_props "$dev"
         echo "$dev decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE registered=$(sys_registered "$dev")" >>"$out"
     done
-    for l in by-uuid/$ROOT_FSID by-label/rootfs by-uuid/$HOME_FSID; do
-        echo "link $l -> $(target "/dev/disk/$l")" >>"$out"
-    done
+    # (not rootfs's by-uuid and by-label: with root='s device gone no slot is active, the copies have
+    # one link priority, and udev gives the link to the last event of them, by design)
+    echo "link by-uuid/$HOME_FSID -> $(target "/dev/disk/by-uuid/$HOME_FSID")" >>"$out"
     for link in /dev/disk/by-slot/*/*; do [ -e "$link" ] && echo "link ${link#/dev/disk/} -> $(target "$link")" >>"$out"; done
 }
 # after a dm removal and its settle: DEVS (the former slaves first) must not be held, and a change
@@ -134,6 +140,12 @@ removed_check() {
     sed "s/^/guest: $what: after the removal: /" /tmp/after-remove
     for dev in $FORMER; do
         grep -q "^$dev .*reason=held" /tmp/after-remove && bad "$what: $dev still held after the removal: $(grep "^$dev " /tmp/after-remove)"
+    done
+    # no link of rootfs on a device still held
+    for l in by-uuid/$ROOT_FSID by-label/rootfs; do
+        t=$(target "/dev/disk/$l")
+        log "$what: $l -> $t"
+        grep -q "^$t .*reason=held" /tmp/after-remove && bad "$what: /dev/disk/$l -> $t, a held device"
     done
     must udevadm trigger --action=change --subsystem-match=block
     must udevadm settle --timeout=60
@@ -153,9 +165,12 @@ dmc --noudevsync create vroot --readonly --table "$VTABLE"
 VR=$(dm_node vroot) || fail "no dm device vroot"
 dmc --noudevsync create root --readonly --table "0 $SECT linear $VR 0"
 dmc --noudevsync create home --table "$LTABLE"
+# and one without btrfs (vfat): the gate's probe of it is not kept, nothing decides it
+dmc --noudevsync create espmap --table "0 $(cat "/sys/class/block/${PE#/dev/}/size") linear $PE 0"
 TOP=$(dm_node root) || fail "no dm device root"
 HD=$(dm_node home) || fail "no dm device home"
-rm -f /dev/mapper/vroot /dev/mapper/root /dev/mapper/home
+ED=$(dm_node espmap) || fail "no dm device espmap"
+rm -f /dev/mapper/vroot /dev/mapper/root /dev/mapper/home /dev/mapper/espmap
 log "before udevd: vroot = $VR (slaves: $(ls /sys/block/${VR#/dev/}/slaves | tr '\n' ' ')), root = $TOP (slaves: $(ls /sys/block/${TOP#/dev/}/slaves | tr '\n' ' ')), home = $HD; rootfs-A $PA, rootfs-B $PB, home $PH, hash $HASHDEV"
 sys_gate_boot || log "boot exited $?"
 sys_udev_coldplug
@@ -184,6 +199,7 @@ removed_check removed-root "$VR" "$PA" "$PB" "$HD" "$PH"
 FORMER="$PA $PH"
 must timeout 60 dmsetup remove vroot
 must timeout 60 dmsetup remove home
+must timeout 60 dmsetup remove espmap
 must udevadm settle --timeout=60
 sleep 1
 must udevadm settle --timeout=60

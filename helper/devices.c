@@ -277,7 +277,8 @@ static bool has_holders(const char *name)
 /* The slave NAME stores its data on, into BUF: for a device-mapper device the one device its table
  * stores data on (dm-verity's data device, not its hash device: bsg_dm_table_data_device()), and
  * only if it is one of its slaves; for another stacked device (md) the one entry of its slaves/
- * directory. False if none, several, unknown or too long: then it stands for no partition. */
+ * directory. False if none, several, unknown or too long: then it stands for no partition. One
+ * level: stack_bottom() walks down a dm-on-dm stack. */
 static bool data_slave(const char *name, dev_t devnum, char *buf, size_t size)
 {
         char path[PATH_MAX];
@@ -333,6 +334,31 @@ int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret)
         udev_device_unref(dev);
         *ret = rec;
         return rec.decision[0] && rec.sysname[0] ? 1 : 0;
+}
+
+int bsg_udev_held_unheld(char (*ret)[256], size_t max)
+{
+        _cleanup_udev_ struct udev *udev = udev_new();
+        struct udev_enumerate *en;
+        struct udev_list_entry *item;
+        size_t n = 0;
+
+        if (!udev || !(en = udev_enumerate_new(udev)))
+                return -ENOMEM;
+        if (udev_enumerate_add_match_subsystem(en, "block") < 0 ||
+            udev_enumerate_add_match_property(en, "BTRFS_SCAN_GATE_REASON", "held") < 0 ||
+            udev_enumerate_scan_devices(en) < 0) {
+                udev_enumerate_unref(en);
+                return -ENOMEM;
+        }
+        udev_list_entry_foreach(item, udev_enumerate_get_list_entry(en)) {
+                const char *syspath = udev_list_entry_get_name(item), *name = strrchr(syspath, '/');
+                if (n >= max || !name || strlen(name + 1) >= sizeof(ret[0]) || has_holders(name + 1))
+                        continue;
+                snprintf(ret[n++], sizeof(ret[0]), "%s", name + 1);
+        }
+        udev_enumerate_unref(en);
+        return (int)n;
 }
 
 int bsg_sysfs_reannounce(const char *name)
@@ -392,6 +418,46 @@ size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max)
         }
         closedir(dir);
         return n;
+}
+
+/* Whether NAME has a slaves/ entry (a dm or md device). */
+static bool has_slaves(const char *name)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        bool any = false;
+        DIR *dir;
+
+        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
+            !(dir = opendir(path)))
+                return false;
+        while (!any && (de = readdir(dir)))
+                any = de->d_name[0] != '.';
+        closedir(dir);
+        return any;
+}
+
+#define STACK_MAX_DEPTH 8
+
+/* The device at the bottom of the stack NAME stands for, into BUF: its data slave's, and while that is
+ * stacked itself (dm-linear or dm-crypt over dm-verity over a partition, verity over linear), that
+ * one's data slave, down to a device with no slaves. False if a level has no single data slave or the
+ * stack is deeper than STACK_MAX_DEPTH: then it stands for no partition (no slot). */
+static bool stack_bottom(const char *name, dev_t devnum, char *buf, size_t size)
+{
+        char cur[256];
+
+        if (!data_slave(name, devnum, buf, size))
+                return false;
+        for (int depth = 1; depth < STACK_MAX_DEPTH; depth++) {
+                if (!has_slaves(buf))
+                        return true;
+                dev_t below = devnum_of_name_attr(buf, "dev");
+                if (!below || (size_t)snprintf(cur, sizeof(cur), "%s", buf) >= sizeof(cur) ||
+                    !data_slave(cur, below, buf, size))
+                        return false;
+        }
+        return false;
 }
 
 const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size)
@@ -501,9 +567,10 @@ static int dev_from_sysfs(struct bsg_dev *d, const char *name)
                 d->skip_read_why = "member of a stacked device (holders: multipath, md, dm)";
         }
         /* a stacked device that stores its data on one slave (dm-verity over its data partition,
-         * dm-crypt, dm-linear over a partition or a disk): it stands for that slave (its slot) */
+         * dm-crypt, dm-linear over a partition or a disk), or on a stack of such (dm-linear over
+         * dm-verity over a partition): it stands for the device at the bottom (its slot) */
         char slave[256];
-        if (data_slave(name, d->devnum, slave, sizeof(slave))) {
+        if (stack_bottom(name, d->devnum, slave, sizeof(slave))) {
                 if (!(d->data_slave = strdup(slave)))
                         return -ENOMEM;
                 /* its slot is its slave partition's (the kernel's PARTNAME), its disk the slave's */

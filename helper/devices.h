@@ -42,7 +42,7 @@ struct bsg_dev {
         bool held;       /* another block device is stacked on it (holders/ not empty: dm, md) */
         char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
                            * device, not its hash device), or an md device over one slave: its kernel
-                           * name; else NULL */
+                           * name; over a stack (dm on dm), the device at the bottom's; else NULL */
         bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
         const char *skip_read_why;
 
@@ -183,6 +183,11 @@ int bsg_udev_record_of(dev_t devnum, struct bsg_udev_record *ret);
  * the event's environment) so that the event it starts never re-announces others. Appends
  * "change UUID BSG=reannounced" to its sysfs uevent file. Returns 0 or -errno. */
 int bsg_sysfs_reannounce(const char *name);
+
+/* The kernel names of the block devices whose udev record says `held` (the gate's REASON) while no
+ * device holds them any longer (holders/ empty): the former members of a stacked device just removed,
+ * which no event re-decided. At most MAX into RET. Returns how many, or -errno. */
+int bsg_udev_held_unheld(char (*ret)[256], size_t max);
 
 /* The device numbers of the members (slaves/) of the stacked device SYSNAME, at most MAX into RET.
  * Returns how many. */

@@ -154,6 +154,35 @@ static void expected_props(const struct ctx *c, const struct entry *e, const cha
         *ret_slot_active = slot && c->have_active_slot ? (e->pd.slot_active ? "1" : "0") : "";
 }
 
+/* Sends E a change event if its udev record (what its last event printed) disagrees with what this
+ * run decides for it: decision, reason, SLOT_ACTIVE. A device no event decided yet is left to its own.
+ * Its kernel name goes to RET_SYSNAME (SIZE bytes) when one was sent; returns whether one was. */
+static bool reannounce_if_stale(struct ctx *c, const struct entry *e, char *ret_sysname, size_t size)
+{
+        struct bsg_udev_record rec;
+        const char *dec, *reason, *active;
+
+        if (!e->devnum || bsg_udev_record_of(e->devnum, &rec) <= 0)
+                return false;
+        expected_props(c, e, &dec, &reason, &active);
+        if (streq(rec.decision, dec) && streq(rec.reason, reason) && streq(rec.slot_active, active))
+                return false;
+        int r = bsg_sysfs_reannounce(rec.sysname);
+        if (r < 0) {
+                log_msg("%s: cannot send the change event of a device whose udev record is stale, ignoring: %s",
+                        e->devnode, strerror(-r));
+                return false;
+        }
+        log_debug("%s: udev record says %s %s SLOT_ACTIVE=%s, now %s %s SLOT_ACTIVE=%s: change event sent",
+                  e->devnode, rec.decision, rec.reason, rec.slot_active, dec, reason, active);
+        char tok[300];
+        snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
+        add_token(c->actions, sizeof(c->actions), tok);
+        if (ret_sysname)
+                snprintf(ret_sysname, size, "%s", rec.sysname);
+        return true;
+}
+
 /* The udev records of other devices can be stale: a member of a stacked device created while udevd
  * runs gets no event (its record still says `skip clone SLOT=A`, or `scan`), and the other copies
  * of a filesystem keep the SLOT_ACTIVE of an event that ran before the active slot was known (root=
@@ -181,23 +210,47 @@ static void reannounce_stale(struct ctx *c, const struct entry *t, const struct 
                         member = member || members[k] == e->devnum;
                 if (e == t || !e->devnum || (!e->target_group && !member))
                         continue;
-                struct bsg_udev_record rec;
-                if (bsg_udev_record_of(e->devnum, &rec) <= 0)
-                        continue; /* no event decided it yet: its own will */
-                const char *dec, *reason, *active;
-                expected_props(c, e, &dec, &reason, &active);
-                if (streq(rec.decision, dec) && streq(rec.reason, reason) && streq(rec.slot_active, active))
+                reannounce_if_stale(c, e, NULL, 0);
+        }
+}
+
+/* A device went away (its `remove` event). A stacked one (dm, md) leaves its former members with
+ * `skip held` in their udev records (the kernel sends them no event), and the links and
+ * UDISKS_IGNORE that go with it; the removal of the device root= names leaves the other slots with a
+ * SLOT_ACTIVE of an active slot no longer known. Every device this run decides otherwise than its
+ * record says, and every device whose record says held while nothing holds it any longer (one no
+ * event read: it has no entry), is sent a change event, so that its own event decides it as a boot
+ * without the removed device would. */
+static void reannounce_after_remove(struct ctx *c)
+{
+        char sent[32][256];
+        size_t n_sent = 0;
+
+        for (size_t i = 0; i < c->n; i++)
+                if (n_sent < ELEMENTSOF(sent) && reannounce_if_stale(c, &c->e[i], sent[n_sent], sizeof(sent[0])))
+                        n_sent++;
+
+        char names[32][256];
+        int n = bsg_udev_held_unheld(names, ELEMENTSOF(names));
+        if (n < 0) {
+                log_msg("cannot list the devices held before, ignoring: %s", strerror(-n));
+                return;
+        }
+        for (int i = 0; i < n; i++) {
+                bool done = false;
+                for (size_t k = 0; k < n_sent; k++)
+                        done = done || streq(sent[k], names[i]);
+                if (done)
                         continue;
-                int r = bsg_sysfs_reannounce(rec.sysname);
+                int r = bsg_sysfs_reannounce(names[i]);
                 if (r < 0) {
-                        log_msg("%s: cannot send the change event of a device whose udev record is stale, "
-                                "ignoring: %s", e->devnode, strerror(-r));
+                        log_msg("/dev/%s: cannot send the change event of a device no longer held, ignoring: %s",
+                                names[i], strerror(-r));
                         continue;
                 }
-                log_debug("%s: udev record says %s %s SLOT_ACTIVE=%s, now %s %s SLOT_ACTIVE=%s: change event sent",
-                          e->devnode, rec.decision, rec.reason, rec.slot_active, dec, reason, active);
+                log_debug("/dev/%s: udev record says held, nothing holds it now: change event sent", names[i]);
                 char tok[300];
-                snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
+                snprintf(tok, sizeof(tok), "reannounced:/dev/%.255s", names[i]);
                 add_token(c->actions, sizeof(c->actions), tok);
         }
 }
@@ -222,6 +275,8 @@ int run_udev(struct ctx *c)
                 if (lock_fd >= 0)
                         act(c, SIZE_MAX, lock_fd, NULL);
                 add_token(c->actions, sizeof(c->actions), "removed");
+                if (!c->dry_run && lock_fd >= 0)
+                        reannounce_after_remove(c);
                 print_kv("BTRFS_SCAN_GATE_ACTION", c->actions);
                 if (c->errors[0])
                         print_kv("BTRFS_SCAN_GATE_ERROR", c->errors);

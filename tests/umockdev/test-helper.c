@@ -1518,6 +1518,154 @@ static void test_stacked_verity_two_slaves(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/dm-0") + kernel_count("DEVICES_READY", "/dev/dm-0"), >=, 1);
 }
 
+/* Issue 18 case 10, dm on dm: `root` (dm-1) is stacked on `vroot` (dm-0), stacked on rootfs-A (sdb1),
+ * the hash tree on sdc; root=/dev/mapper/root. Two shapes (DATA): "linear-over-verity" (dm-1 linear over
+ * dm-0, dm-0 verity over sdb1 and sdc) and "verity-over-linear" (dm-1 verity over dm-0 and sdc, dm-0
+ * linear over sdb1). The top carries the slot of the partition at the bottom (A, active); the
+ * intermediate device and the partition are `skip held`, no slot, never scanned; rootfs-B is the
+ * inactive slot; in every event order. On e640833 dm-1 had no slot (its data slave dm-0 has no
+ * partition name) and the active slot was unknown. */
+static void test_stacked_dm_on_dm(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "rootfs", .partlabel = "rootfs-B"},
+                {.node = "sdc"}, /* the hash tree: no filesystem */
+        };
+        static const DevSpec dm[] = {{.node = "dm-0", .image = "rootfs"}, {.node = "dm-1", .image = "rootfs"}};
+        const DevSpec *sdb1 = &parts[0], *sdb2 = &parts[1], *dm0 = &dm[0], *dm1 = &dm[1];
+        gboolean verity_on_top = g_str_equal(data, "verity-over-linear");
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add_all(f, dm, G_N_ELEMENTS(dm));
+        const char *p_dm0 = g_hash_table_lookup(f->syspaths, "dm-0"), *p_dm1 = g_hash_table_lookup(f->syspaths, "dm-1");
+        unsigned maj0 = FAKE_MAJOR_BASE + disk_index("dm-0"), maj1 = FAKE_MAJOR_BASE + disk_index("dm-1");
+        umockdev_testbed_set_attribute(tb, p_dm0, "dm/name", "vroot\n");
+        umockdev_testbed_set_attribute(tb, p_dm1, "dm/name", "root\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm0, "slaves/sdb1", "../../sdb/sdb1");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdb1"), "holders/dm-0", "");
+        umockdev_testbed_set_attribute_link(tb, p_dm1, "slaves/dm-0", "../../dm-0");
+        umockdev_testbed_set_attribute(tb, p_dm0, "holders/dm-1", "");
+        const char *hash_holder = verity_on_top ? p_dm1 : p_dm0;
+        umockdev_testbed_set_attribute_link(tb, hash_holder, "slaves/sdc", "../../sdc");
+        umockdev_testbed_set_attribute(tb, g_hash_table_lookup(f->syspaths, "sdc"),
+                                       verity_on_top ? "holders/dm-1" : "holders/dm-0", "");
+        g_autofree char *t_top = verity_on_top
+                ? g_strdup_printf("verity 1 %u:0 4002:0 4096 4096 32768 0 sha256 91de 5fda", maj0)
+                : g_strdup_printf("linear %u:0 0", maj0);
+        dm_set_table(maj0, 0, verity_on_top ? "linear 4001:1 0" : "verity 1 4001:1 4002:0 4096 4096 32768 0 sha256 91de 5fda");
+        dm_set_table(maj1, 0, t_top);
+        make_node("/dev/mapper/root", "", 0, maj1, 0, TRUE);
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=/dev/mapper/root ro");
+
+        const DevSpec *all[] = {sdb1, sdb2, dm0, dm1};
+        static const int orders[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 3, 0, 1}, {1, 3, 0, 2}};
+        for (gsize o = 0; o < G_N_ELEMENTS(orders); o++) {
+                for (int k = 0; k < 4; k++) {
+                        const DevSpec *dev = all[orders[o][k]];
+                        g_test_message("%s, order %zu: %s", (const char *)data, o, dev->node);
+                        verity_event(f, dev, FALSE, &r);
+                        if (dev == sdb1 || dev == dm0) {
+                                assert_kv(&r, "DECISION", "skip");
+                                assert_kv(&r, "REASON", "held");
+                                assert_kv(&r, "SLOT", "");
+                                g_assert_null(kv(&r, "BTRFS_SCAN_GATE_SLOT_ACTIVE"));
+                        } else if (dev == dm1) {
+                                assert_kv(&r, "DECISION", "skip");
+                                assert_kv(&r, "REASON", "clone");
+                                assert_kv(&r, "SLOT", "A");
+                                assert_kv(&r, "SLOT_BASE", "rootfs");
+                                assert_kv(&r, "SLOT_ACTIVE", "1");
+                        } else {
+                                assert_kv(&r, "REASON", "clone");
+                                assert_kv(&r, "SLOT", "B");
+                                assert_kv(&r, "SLOT_ACTIVE", "0");
+                        }
+                        run_clear(&r);
+                        (void)reannounced(f, dev->node);
+                }
+        }
+        run_boot(f);
+        g_autofree char *list = skip_scan_contents();
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        for (const char *const *want = (const char *const[]){"/dev/sdb1", "/dev/sdb2", "/dev/dm-0", NULL}; *want;
+             want++)
+                g_assert_true(g_strv_contains((const char *const *)items, *want));
+        for (const char *const *dev = (const char *const[]){"/dev/sdb1", "/dev/dm-0", "/dev/dm-1", "/dev/sdb2", NULL};
+             *dev; dev++)
+                g_assert_cmpuint(kernel_count("SCAN_DEV", *dev) + kernel_count("DEVICES_READY", *dev), ==, 0);
+}
+
+/* Issue 18 case 10, a stacked device removed: dm-linear `home` (dm-1) over the home partition sdb3 is
+ * removed (`dmsetup remove`): the kernel sends sdb3 no event, and its udev record still says `skip
+ * held`. The dm device's `remove` event sends sdb3 a change event; its own event then scans it
+ * (`scan unique`), as a boot without the dm device would. A device still held is left alone. On
+ * e640833 the remove event re-announced nothing. */
+static void world_remove(Fixture *f, const DevSpec *s);
+static void run_udev_action(Fixture *f, const DevSpec *s, const char *action, const char *const *extra, Run *r);
+
+static void test_stacked_removed(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sdb3", .disk = "sdb", .partn = 3, .image = "home", .partlabel = "home"},
+                {.node = "sdb4", .disk = "sdb", .partn = 4, .image = "var", .partlabel = "var"},
+        };
+        static const DevSpec dm[] = {{.node = "dm-1", .image = "home"}, {.node = "dm-2", .image = "var"}};
+        const DevSpec *sdb3 = &parts[0], *sdb4 = &parts[1], *dm1 = &dm[0], *dm2 = &dm[1];
+        const char *const verbose[] = {"--verbose", NULL};
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        world_add_all(f, dm, G_N_ELEMENTS(dm));
+        const char *p_dm1 = g_hash_table_lookup(f->syspaths, "dm-1"), *p_dm2 = g_hash_table_lookup(f->syspaths, "dm-2");
+        const char *p_sdb3 = g_hash_table_lookup(f->syspaths, "sdb3"), *p_sdb4 = g_hash_table_lookup(f->syspaths, "sdb4");
+        umockdev_testbed_set_attribute(tb, p_dm1, "dm/name", "home\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm1, "slaves/sdb3", "../../sdb/sdb3");
+        umockdev_testbed_set_attribute(tb, p_sdb3, "holders/dm-1", "");
+        umockdev_testbed_set_attribute(tb, p_dm2, "dm/name", "var\n");
+        umockdev_testbed_set_attribute_link(tb, p_dm2, "slaves/sdb4", "../../sdb/sdb4");
+        umockdev_testbed_set_attribute(tb, p_sdb4, "holders/dm-2", "");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-1"), 0, "linear 4001:3 0");
+        dm_set_table(FAKE_MAJOR_BASE + disk_index("dm-2"), 0, "linear 4001:4 0");
+        set_cmdline(f, STEAMOS_CMDLINE);
+        for (const DevSpec *const *dev = (const DevSpec *const[]){sdb3, sdb4, dm1, dm2, NULL}; *dev; dev++) {
+                verity_event(f, *dev, FALSE, &r);
+                if (*dev == sdb3 || *dev == sdb4)
+                        assert_kv(&r, "REASON", "held");
+                else
+                        assert_kv(&r, "DECISION", "scan");
+                run_clear(&r);
+                (void)reannounced(f, (*dev)->node);
+        }
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb3") + kernel_count("DEVICES_READY", "/dev/sdb3"), ==, 0);
+
+        /* `dmsetup remove home`: the holder link goes before the remove event */
+        g_autofree char *holder = g_build_filename(tb_root, p_sdb3, "holders", "dm-1", NULL);
+        g_assert_cmpint(unlink(holder), ==, 0);
+        world_remove(f, dm1);
+        run_udev_action(f, dm1, "remove", verbose, &r);
+        g_test_message("remove dm-1: %s\n%s", r.out, r.err);
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/sdb3"));
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "sdb4"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "sdb3"));
+        g_assert_false(reannounced(f, "sdb4"));
+        /* the change event it asked for decides the partition on its own */
+        verity_event(f, sdb3, TRUE, &r);
+        assert_kv(&r, "DECISION", "scan");
+        assert_kv(&r, "REASON", "unique");
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb3") + kernel_count("DEVICES_READY", "/dev/sdb3"), >=, 1);
+        /* another removal finds nothing left held without a holder */
+        world_remove(f, dm2);
+        run_udev_action(f, dm2, "remove", NULL, &r);
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced"));
+        run_clear(&r);
+        g_assert_false(reannounced(f, "sdb4"));
+}
+
 /* The slot of a dm device comes from its data slave's partition only over trusted storage: a dm-crypt
  * (the table says so) over a stick partition named rootfs-A, with root=/dev/mapper/stickroot, has no
  * slot, names no active slot, is untrusted and never scanned; the internal copies keep theirs. */
@@ -3457,6 +3605,11 @@ int main(int argc, char **argv)
         add("/helper/trust/stacked-verity", test_stacked_verity);
         add("/helper/trust/stacked-verity-two-slaves", test_stacked_verity_two_slaves);
         add("/helper/trust/stacked-untrusted-no-slot", test_stacked_untrusted_no_slot);
+        g_test_add("/helper/trust/stacked-linear-over-verity", Fixture, "linear-over-verity",
+                   fixture_setup, test_stacked_dm_on_dm, fixture_teardown);
+        g_test_add("/helper/trust/stacked-verity-over-linear", Fixture, "verity-over-linear",
+                   fixture_setup, test_stacked_dm_on_dm, fixture_teardown);
+        add("/helper/trust/stacked-removed", test_stacked_removed);
         add("/helper/trust/id-bus-kept", test_trust_id_bus_kept);
         add("/helper/trust/anchor-root", test_trust_anchor_root);
         add("/helper/trust/anchor-fallback", test_trust_anchor_fallback);

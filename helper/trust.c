@@ -37,6 +37,13 @@ void load_trusted_disks(struct ctx *c)
         };
 }
 
+void trust_input_lost(struct ctx *c, const char *what, int err)
+{
+        log_msg("cannot read %s: %s; only trusted_disk= is trusted unless another source names the disk that "
+                "booted", what, strerror(-err));
+        c->trust_input_lost = true;
+}
+
 const char *trust_source(const struct ctx *c)
 {
         /* what the decision used (trust_in), not what the anchor found */
@@ -167,8 +174,11 @@ void decide_trust(struct ctx *c)
                  * by-partuuid) anchors nothing (its slot is still found by it) */
                 size_t n_rauc = c->rauc_rdev ? c->rauc.n : 0;
                 _cleanup_free_ dev_t *rauc_anchor = calloc(n_rauc + 1, sizeof(dev_t));
-                if (!rauc_anchor)
-                        n_rauc = 0; /* out of memory: RAUC names no disk (never more trust) */
+                if (!rauc_anchor && n_rauc) {
+                        /* RAUC names no disk now: no anchor from it, and not the fallback either */
+                        trust_input_lost(c, "the disks RAUC's slots name", -ENOMEM);
+                        n_rauc = 0;
+                }
                 for (size_t i = 0; i < n_rauc; i++) {
                         rauc_anchor[i] = bsg_is_content_link(c->rauc.v[i].device) ? 0 : c->rauc_rdev[i];
                         if (!rauc_anchor[i] && c->rauc_rdev[i] && c->verb == VERB_BOOT)
@@ -213,8 +223,12 @@ void decide_trust(struct ctx *c)
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
         /* a source there but not resolvable (the variable unreadable, the anchor's disks lost to
-         * ENOMEM): no anchor, and not the fallback either */
-        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable))
+         * ENOMEM), or an input lost that may have held one (the command line, mountinfo, RAUC's
+         * system.conf, the configuration that names it, the inventory or the device list, anything out
+         * of memory): no anchor, and not the fallback either */
+        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable || c->trust_input_lost ||
+                       ctx_has_error(c, "out-of-memory") || ctx_has_error(c, "config-unreadable") ||
+                       ctx_has_error(c, "state-failed") || ctx_has_error(c, "enumerate-failed")))
                 c->trust_in.narrow = true;
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];

@@ -1896,6 +1896,47 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
+/* The partition-table read of a first coldplug (mark_table_probes()) is for class-fixed disks only:
+ * no libblkid parser runs over media nobody vouches for. A USB stick whose GPT carries the root's
+ * PARTUUID (a copy of sda's table; sda is not there) with partitions the udev database does not know
+ * yet: its table is not read, so root= names nothing found (`not-found`, not `hot-pluggable`), and
+ * the stick's partition gets no PARTUUID from it. Trust comes from the fallback either way (a stick
+ * is no candidate). Fails with the bsg_dev_class_fixed() test in mark_table_probes() removed: the
+ * stick's table is read, root= `hot-pluggable`, said on stderr. */
+static void test_trust_anchor_table_fixed_only(Fixture *f, gconstpointer data)
+{
+        static const DevSpec stick = {.node = "sdc", .image = "gpt", .removable = TRUE};
+        static const DevSpec stick_part = {.node = "sdc4", .disk = "sdc", .partn = 4, .image = "rootfs",
+                                           .partlabel = "rootfs-A", .removable = TRUE, .kernel_uevent = TRUE};
+        static const DevSpec card = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "home",
+                                     .kernel_uevent = TRUE};
+        const char *status_args[] = {"-v", "status", NULL};
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add(f, &stick);
+        world_add(f, &stick_part);
+        world_add(f, &card);
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        run_udev(f, &card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "fallback");
+        g_assert_null(strstr(r.err, "hot-pluggable media only"));
+        run_clear(&r);
+        run_udev(f, &stick_part, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        g_assert_null(strstr(r.err, "hot-pluggable media only"));
+        run_clear(&r);
+        run_helper(f, &r, status_args);
+        g_test_message("status: %s", r.out);
+        g_assert_nonnull(strstr(r.out, "root not-found"));
+        g_assert_null(strstr(r.out, "root hot-pluggable"));
+        g_assert_null(strstr(r.out, SDA4_PARTUUID));
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdc4"), ==, 0);
+}
+
 /* A root over two internal disks (root=UUID=, raid1 over sda2 and sdb1) with an anchor (the ESP on
  * sda): the boot names sda only, so sdb needs trusted_disk= (an fsid is what any media can copy: it
  * never grants trust, review A1-A5); with it the root assembles, the MMC card does not join. */
@@ -3515,6 +3556,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
+        add("/helper/trust/anchor-table-fixed-only", test_trust_anchor_table_fixed_only);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
         add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);
         add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);

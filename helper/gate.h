@@ -109,6 +109,12 @@ const char *trust_source(const struct ctx *c);
  * could not be read or kept (out of memory, I/O): said; no anchor then means only trusted_disk=,
  * never the fallback (a source it held may have named a disk). ERR: -errno. */
 void trust_input_lost(struct ctx *c, const char *what, int err);
+/* Under the lock, after deciding: when the trust answers follow another anchor than the last run
+ * recorded (RUNDIR/trust: source, anchor disks, trusted_disk=), every device whose udev record's
+ * BTRFS_SCAN_GATE_TRUSTED differs from its trust now is sent a marked change event (the `trust`
+ * verb's answers of a first coldplug, made before the anchor was known, and answers of an anchor
+ * that changed). Not in a dry run, a replay, or a run that lost an input. */
+void reannounce_trust_changed(struct ctx *c);
 
 /* messages (gate.c) */
 extern bool arg_verbose;

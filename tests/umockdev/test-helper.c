@@ -1937,6 +1937,54 @@ static void test_trust_anchor_table_fixed_only(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count(NULL, "/dev/sdc4"), ==, 0);
 }
 
+/* What udev keeps of the `trust` verb's answer for NODE (the testbed's uevent file, which libudev
+ * reads as the database). */
+static void trust_keep(Fixture *f, const char *node, const char *answer)
+{
+        umockdev_testbed_set_property(tb, g_hash_table_lookup(f->syspaths, node), "BTRFS_SCAN_GATE_TRUSTED", answer);
+}
+
+/* Issue 18 (Known gaps): the `trust` verb's answers in udev's database followed the anchor of the
+ * moment they were made. First coldplug: the card's disk (no btrfs) was answered before any inventory
+ * existed, from the fallback (trusted); the root's event then finds the anchor (sda): the card's
+ * answer is stale and it is sent a marked change event, the ESP's (trusted either way) is not. The
+ * next event, same anchor: nothing. trusted_disk= naming the card changes its answer again: sent.
+ * Fails with reannounce_trust_changed()'s call in run_udev() removed (no change event: the card stays
+ * trusted in udev until its next event). */
+static void test_trust_reannounce(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "1");
+        trust_keep(f, "mmcblk2", "1");
+        g_assert_cmpstr(trust_of(f, "sda1", NULL), ==, "1");
+        trust_keep(f, "sda1", "1");
+
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/mmcblk2"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+        /* the change event's `trust`: from the anchor now */
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "0");
+        trust_keep(f, "mmcblk2", "0");
+
+        run_udev(f, &anchor_parts[2], &r, FALSE);
+        run_clear(&r);
+        g_assert_false(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/mmcblk2\n");
+        run_udev(f, &anchor_parts[2], &r, FALSE);
+        run_clear(&r);
+        g_assert_true(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "1");
+}
+
 /* A root over two internal disks (root=UUID=, raid1 over sda2 and sdb1) with an anchor (the ESP on
  * sda): the boot names sda only, so sdb needs trusted_disk= (an fsid is what any media can copy: it
  * never grants trust, review A1-A5); with it the root assembles, the MMC card does not join. */
@@ -3556,6 +3604,7 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
+        add("/helper/trust/reannounce-anchor-change", test_trust_reannounce);
         add("/helper/trust/anchor-table-fixed-only", test_trust_anchor_table_fixed_only);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
         add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);

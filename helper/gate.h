@@ -87,6 +87,7 @@ struct ctx {
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
         bool loader_unreadable;         /* LoaderDevicePartUUID exists but could not be read (EACCES, EIO) */
+        bool trust_input_lost;          /* an input the boot's disk is worked out from was lost (trust_input_lost()) */
         struct bsg_anchor anchor;       /* the disks the boot names (trust anchor), over the entries */
         char *anchor_disks[2 * _BSG_ANCHOR_SOURCE_MAX]; /* copies of anchor.disks */
         char *named_disks[BSG_MAX_TRUSTED_DISKS]; /* the disks of trusted_devnums (sysfs paths) */
@@ -104,6 +105,16 @@ struct ctx {
 void trust_describe(const struct ctx *c, char *buf, size_t size);
 /* "boot-disk" (the anchor decides) or "fallback". */
 const char *trust_source(const struct ctx *c);
+/* An input the disk that booted is worked out from (the command line, mountinfo, RAUC's system.conf)
+ * could not be read or kept (out of memory, I/O): said; no anchor then means only trusted_disk=,
+ * never the fallback (a source it held may have named a disk). ERR: -errno. */
+void trust_input_lost(struct ctx *c, const char *what, int err);
+/* Under the lock, after deciding: when the trust answers follow another anchor than the last run
+ * recorded (RUNDIR/trust: source, anchor disks, trusted_disk=), every device whose udev record's
+ * BTRFS_SCAN_GATE_TRUSTED differs from its trust now is sent a marked change event (the `trust`
+ * verb's answers of a first coldplug, made before the anchor was known, and answers of an anchor
+ * that changed). Not in a dry run, a replay, or a run that lost an input. */
+void reannounce_trust_changed(struct ctx *c);
 
 /* messages (gate.c) */
 extern bool arg_verbose;

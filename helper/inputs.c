@@ -44,12 +44,21 @@ void load_kernel_state(struct ctx *c)
 {
         int r;
 
-        if (bsg_read_file(bsg_cmdline_path(), 65536, &c->cmdline, NULL) < 0)
+        if ((r = bsg_read_file(bsg_cmdline_path(), 65536, &c->cmdline, NULL)) < 0) {
                 c->cmdline = NULL;
-        if (bsg_read_file(bsg_mountinfo_path(), 4 * 1024 * 1024, &c->mountinfo, NULL) < 0)
+                if (r != -ENOENT)
+                        trust_input_lost(c, bsg_cmdline_path(), r);
+        }
+        if ((r = bsg_read_file(bsg_mountinfo_path(), 4 * 1024 * 1024, &c->mountinfo, NULL)) < 0) {
                 c->mountinfo = NULL;
-        if (c->mountinfo && bsg_mountinfo_root_source(c->mountinfo, &c->root_source) < 0)
+                if (r != -ENOENT)
+                        trust_input_lost(c, bsg_mountinfo_path(), r);
+        }
+        if (c->mountinfo && (r = bsg_mountinfo_root_source(c->mountinfo, &c->root_source)) < 0) {
                 c->root_source = NULL;
+                if (r == -ENOMEM)
+                        trust_input_lost(c, "the mounted root's source", r);
+        }
         if (c->mountinfo && bsg_mount_sources_parse(c->mountinfo, &c->mount_sources) < 0) {
                 /* no device counts as a mount's source: the policy's exemptions for mounted devices
                  * are not given (fail closed); a forget of a device in use the kernel refuses */
@@ -92,10 +101,16 @@ void load_platform_slots(struct ctx *c)
                                 break;
                         }
         }
-        if (!isempty(c->config.rauc_system_conf) &&
-            bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len) >= 0) {
-                if (bsg_rauc_parse(text, len, &c->rauc, rauc_diag, c) >= 0)
-                        c->rauc_rdev = calloc(c->rauc.n + 1, sizeof(dev_t));
+        int r = isempty(c->config.rauc_system_conf) ? -ENOENT
+                                                      : bsg_read_file(c->config.rauc_system_conf, 65536, &text, &len);
+        if (r < 0 && r != -ENOENT)
+                trust_input_lost(c, c->config.rauc_system_conf, r);
+        if (r >= 0) {
+                if ((r = bsg_rauc_parse(text, len, &c->rauc, rauc_diag, c)) >= 0 &&
+                    !(c->rauc_rdev = calloc(c->rauc.n + 1, sizeof(dev_t))))
+                        r = -ENOMEM;
+                if (r == -ENOMEM)
+                        trust_input_lost(c, c->config.rauc_system_conf, r);
                 for (size_t i = 0; c->rauc_rdev && i < c->rauc.n; i++) {
                         struct stat st;
                         if (stat(c->rauc.v[i].device, &st) == 0 && S_ISBLK(st.st_mode))

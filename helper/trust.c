@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <libudev.h>
 
 #include "cmdline.h"
 #include "gate.h"
+#include "state.h"
 #include "util.h"
 
 /* The device numbers of the disks trusted_disk= names (a path that is no block device now names
@@ -36,6 +40,13 @@ void load_trusted_disks(struct ctx *c)
                 .named_disks = (const char *const *)c->named_disks,
                 .n_named_disks = c->n_named_disks,
         };
+}
+
+void trust_input_lost(struct ctx *c, const char *what, int err)
+{
+        log_msg("cannot read %s: %s; only trusted_disk= is trusted unless another source names the disk that "
+                "booted", what, strerror(-err));
+        c->trust_input_lost = true;
 }
 
 const char *trust_source(const struct ctx *c)
@@ -252,8 +263,11 @@ void decide_trust(struct ctx *c)
                  * by-partuuid) anchors nothing (its slot is still found by it) */
                 size_t n_rauc = c->rauc_rdev ? c->rauc.n : 0;
                 _cleanup_free_ dev_t *rauc_anchor = calloc(n_rauc + 1, sizeof(dev_t));
-                if (!rauc_anchor)
-                        n_rauc = 0; /* out of memory: RAUC names no disk (never more trust) */
+                if (!rauc_anchor && n_rauc) {
+                        /* RAUC names no disk now: no anchor from it, and not the fallback either */
+                        trust_input_lost(c, "the disks RAUC's slots name", -ENOMEM);
+                        n_rauc = 0;
+                }
                 for (size_t i = 0; i < n_rauc; i++) {
                         rauc_anchor[i] = bsg_is_content_link(c->rauc.v[i].device) ? 0 : c->rauc_rdev[i];
                         if (!rauc_anchor[i] && c->rauc_rdev[i] && c->verb == VERB_BOOT)
@@ -298,8 +312,12 @@ void decide_trust(struct ctx *c)
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
         /* a source there but not resolvable (the variable unreadable, the anchor's disks lost to
-         * ENOMEM): no anchor, and not the fallback either */
-        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable))
+         * ENOMEM), or an input lost that may have held one (the command line, mountinfo, RAUC's
+         * system.conf, the configuration that names it, the inventory or the device list, anything out
+         * of memory): no anchor, and not the fallback either */
+        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable || c->trust_input_lost ||
+                       ctx_has_error(c, "out-of-memory") || ctx_has_error(c, "config-unreadable") ||
+                       ctx_has_error(c, "state-failed") || ctx_has_error(c, "enumerate-failed")))
                 c->trust_in.narrow = true;
         for (size_t i = 0; i < c->n; i++) {
                 struct entry *e = &c->e[i];
@@ -336,4 +354,95 @@ void mark_table_probes(struct ctx *c)
                                             strncmp(p->syspath, disk->syspath, l) == 0 && p->syspath[l] == '/';
                 }
         }
+}
+
+/* What every device's trust answer follows: the source, the anchor's disks, the disks trusted_disk=
+ * names. A run that finds another key than the last one recorded re-announces stale answers. */
+static void trust_key(const struct ctx *c, char *buf, size_t size)
+{
+        size_t l = (size_t)snprintf(buf, size, "%s", trust_source(c));
+
+        for (size_t i = 0; i < c->trust_in.n_anchor && l < size; i++)
+                l += (size_t)snprintf(buf + l, size - l, " disk=%s", c->trust_in.anchor_disks[i]);
+        for (size_t i = 0; i < c->n_trusted_devnums && l < size; i++)
+                l += (size_t)snprintf(buf + l, size - l, " trusted=%u:%u", major(c->trusted_devnums[i]),
+                                      minor(c->trusted_devnums[i]));
+        if (l < size)
+                snprintf(buf + l, size - l, "\n");
+}
+
+static void fill_key(FILE *f, const void *data)
+{
+        fputs(data, f);
+}
+
+/* The answer udev keeps for DEVNUM (BTRFS_SCAN_GATE_TRUSTED, from the `trust` verb or an event) and
+ * its kernel name; 0 if it has none yet (its own event will answer), 1 if it has, -ENOMEM. */
+static int udev_trusted_of(struct udev *udev, dev_t devnum, char *ret_value, size_t value_size, char *ret_sysname,
+                           size_t sysname_size)
+{
+        struct udev_device *dev = udev_device_new_from_devnum(udev, 'b', devnum);
+        const char *v, *name;
+
+        if (!dev)
+                return 0;
+        v = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_TRUSTED");
+        name = udev_device_get_sysname(dev);
+        int r = !isempty(v) && !isempty(name) && strlen(v) < value_size && strlen(name) < sysname_size;
+        if (r) {
+                memcpy(ret_value, v, strlen(v) + 1);
+                memcpy(ret_sysname, name, strlen(name) + 1);
+        }
+        udev_device_unref(dev);
+        return r;
+}
+
+void reannounce_trust_changed(struct ctx *c)
+{
+        char key[2048], path[4200], tmp[4210];
+        _cleanup_free_ char *old = NULL;
+        const char *why = getenv("SYNTH_ARG_BSG");
+
+        /* a run that lost an input decides narrower than the system is: it does not stand for the
+         * anchor (nor a dry run, nor the replay of a re-announce) */
+        if (c->dry_run || c->trust_input_lost || ctx_has_error(c, "out-of-memory") || (why && streq(why, "reannounced")))
+                return;
+        trust_key(c, key, sizeof(key));
+        if ((size_t)snprintf(path, sizeof(path), "%s/trust", bsg_rundir_path()) >= sizeof(path) ||
+            (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+                return;
+        if (bsg_read_file(path, sizeof(key), &old, NULL) >= 0 && streq(old, key))
+                return;
+        struct udev *udev = udev_new();
+        if (!udev)
+                return;
+        bool failed = false;
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                char kept[8], sysname[256];
+                /* the event's own device gets its answer now */
+                if (!e->devnum || (c->devnode && e->devnode && streq(e->devnode, c->devnode)))
+                        continue;
+                if (udev_trusted_of(udev, e->devnum, kept, sizeof(kept), sysname, sizeof(sysname)) <= 0 ||
+                    streq(kept, e->pd.untrusted ? "0" : "1"))
+                        continue;
+                int r = bsg_sysfs_reannounce(sysname);
+                if (r < 0) {
+                        log_msg("%s: cannot send the change event of a device whose trust answer in udev is "
+                                "stale, ignoring: %s", e->devnode, strerror(-r));
+                        failed = true;
+                        continue;
+                }
+                log_debug("%s: udev record says trusted=%s, now %s (trust from %s): change event sent", e->devnode,
+                          kept, e->pd.untrusted ? "0" : "1", trust_source(c));
+                char tok[300];
+                snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
+                add_token(c->actions, sizeof(c->actions), tok);
+        }
+        udev_unref(udev);
+        /* the next run with this key re-announces nothing; a device it could not ask, the next key
+         * change (or `udevadm trigger`) */
+        int r = failed ? 0 : bsg_write_atomic(path, tmp, fill_key, key);
+        if (r < 0)
+                log_msg("cannot write %s, ignoring: %s", path, strerror(-r));
 }

@@ -61,6 +61,7 @@ int run_boot(struct ctx *c)
                         log_msg("cannot save the state file, ignoring: %s", strerror(-r));
                         add_error(c, "state-save-failed");
                 }
+                reannounce_trust_changed(c);
         } else
                 ret = 1;
         _cleanup_free_ char *stable = NULL;

@@ -310,6 +310,7 @@ int run_udev(struct ctx *c)
                 act(c, target, lock_fd, &ready);
                 log_decision(c, t);
                 reannounce_stale(c, t, d);
+                reannounce_trust_changed(c);
         }
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");

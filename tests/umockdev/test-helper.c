@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -442,6 +443,34 @@ static void make_node(const char *devnode, const void *data, gsize len, unsigned
         g_autofree char *target = g_strdup_printf("%u:%u", maj, min);
         (void)unlink(link);
         g_assert_cmpint(symlink(target, link), ==, 0);
+}
+
+/* A udev-style symlink LINK (/dev/disk/by-.../NAME) to the testbed node TARGET (/dev/NAME): relative,
+ * so that it resolves inside the testbed's dev/ (an absolute target would name the host's node). The
+ * preload's stat() takes a node's device number from dev/.node/<path with / as _>, not from the file
+ * the link reaches: the link's name gets the target's entry too (without it, stat() says a block
+ * device numbered 0:0). */
+static void make_link(const char *link, const char *target)
+{
+        g_autofree char *file = tb_path(link);
+        g_autofree char *dir = g_path_get_dirname(file);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        GString *rel = g_string_new(NULL);
+        for (const char *p = link + strlen("/dev/"); (p = strchr(p, '/')); p++)
+                g_string_append(rel, "../");
+        g_string_append(rel, target + strlen("/dev/"));
+        g_assert_cmpint(symlink(rel->str, file), ==, 0);
+        g_string_free(rel, TRUE);
+
+        g_autofree char *tname = g_strdup(target + strlen("/dev/"));
+        g_autofree char *lname = g_strdup(link + strlen("/dev/"));
+        g_strdelimit(tname, "/", '_');
+        g_strdelimit(lname, "/", '_');
+        g_autofree char *tnode = g_build_filename(tb_root, "dev/.node", tname, NULL);
+        g_autofree char *lnode = g_build_filename(tb_root, "dev/.node", lname, NULL);
+        g_autofree char *num = g_file_read_link(tnode, NULL);
+        g_assert_nonnull(num);
+        g_assert_cmpint(symlink(num, lnode), ==, 0);
 }
 
 typedef struct {
@@ -2015,6 +2044,95 @@ static void test_trust_anchor_first_coldplug(Fixture *f, gconstpointer data)
         g_assert_nonnull(strstr(list, "/dev/mmcblk2p1"));
 }
 
+/* The partition-table read of a first coldplug (mark_table_probes()) is for class-fixed disks only:
+ * no libblkid parser runs over media nobody vouches for. A USB stick whose GPT carries the root's
+ * PARTUUID (a copy of sda's table; sda is not there) with partitions the udev database does not know
+ * yet: its table is not read, so root= names nothing found (`not-found`, not `hot-pluggable`), and
+ * the stick's partition gets no PARTUUID from it. Trust comes from the fallback either way (a stick
+ * is no candidate). Fails with the bsg_dev_class_fixed() test in mark_table_probes() removed: the
+ * stick's table is read, root= `hot-pluggable`, said on stderr. */
+static void test_trust_anchor_table_fixed_only(Fixture *f, gconstpointer data)
+{
+        static const DevSpec stick = {.node = "sdc", .image = "gpt", .removable = TRUE};
+        static const DevSpec stick_part = {.node = "sdc4", .disk = "sdc", .partn = 4, .image = "rootfs",
+                                           .partlabel = "rootfs-A", .removable = TRUE, .kernel_uevent = TRUE};
+        static const DevSpec card = {.node = "mmcblk2p1", .disk = "mmcblk2", .partn = 1, .image = "home",
+                                     .kernel_uevent = TRUE};
+        const char *status_args[] = {"-v", "status", NULL};
+        Run r;
+
+        trust_add(f, "mmcblk2", "pci0000:00/0000:00:1c.1/mmc_host/mmc2/mmc2:0001/block",
+                  (const char *[]){"device/type", "MMC", NULL});
+        world_add(f, &stick);
+        world_add(f, &stick_part);
+        world_add(f, &card);
+        set_config(f, "slot_suffixes=-A,-B\n");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        run_udev(f, &card, &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "fallback");
+        g_assert_null(strstr(r.err, "hot-pluggable media only"));
+        run_clear(&r);
+        run_udev(f, &stick_part, &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        g_assert_null(strstr(r.err, "hot-pluggable media only"));
+        run_clear(&r);
+        run_helper(f, &r, status_args);
+        g_test_message("status: %s", r.out);
+        g_assert_nonnull(strstr(r.out, "root not-found"));
+        g_assert_null(strstr(r.out, "root hot-pluggable"));
+        g_assert_null(strstr(r.out, SDA4_PARTUUID));
+        run_clear(&r);
+        g_assert_cmpuint(kernel_count(NULL, "/dev/sdc4"), ==, 0);
+}
+
+/* What udev keeps of the `trust` verb's answer for NODE (the testbed's uevent file, which libudev
+ * reads as the database). */
+static void trust_keep(Fixture *f, const char *node, const char *answer)
+{
+        umockdev_testbed_set_property(tb, g_hash_table_lookup(f->syspaths, node), "BTRFS_SCAN_GATE_TRUSTED", answer);
+}
+
+/* Issue 18 (Known gaps): the `trust` verb's answers in udev's database followed the anchor of the
+ * moment they were made. First coldplug: the card's disk (no btrfs) was answered before any inventory
+ * existed, from the fallback (trusted); the root's event then finds the anchor (sda): the card's
+ * answer is stale and it is sent a marked change event, the ESP's (trusted either way) is not. The
+ * next event, same anchor: nothing. trusted_disk= naming the card changes its answer again: sent.
+ * Fails with reannounce_trust_changed()'s call in run_udev() removed (no change event: the card stays
+ * trusted in udev until its next event). */
+static void test_trust_reannounce(Fixture *f, gconstpointer data)
+{
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro");
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "1");
+        trust_keep(f, "mmcblk2", "1");
+        g_assert_cmpstr(trust_of(f, "sda1", NULL), ==, "1");
+        trust_keep(f, "sda1", "1");
+
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        g_assert_nonnull(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "reannounced:/dev/mmcblk2"));
+        run_clear(&r);
+        g_assert_true(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+        /* the change event's `trust`: from the anchor now */
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "0");
+        trust_keep(f, "mmcblk2", "0");
+
+        run_udev(f, &anchor_parts[2], &r, FALSE);
+        run_clear(&r);
+        g_assert_false(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/mmcblk2\n");
+        run_udev(f, &anchor_parts[2], &r, FALSE);
+        run_clear(&r);
+        g_assert_true(reannounced(f, "mmcblk2"));
+        g_assert_false(reannounced(f, "sda1"));
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, "1");
+}
+
 /* A root over two internal disks (root=UUID=, raid1 over sda2 and sdb1) with an anchor (the ESP on
  * sda): the root assembles, with trusted_disk= naming sdb and without (sdb1 is another member of the
  * filesystem on the disk that booted, on fixed storage); the MMC card does not join (review A1-A5: a
@@ -2277,6 +2395,71 @@ static void test_trust_old_inventory(Fixture *f, gconstpointer data)
         assert_kv(&r, "TRUSTED", "0");
         assert_kv(&r, "DECISION", "skip");
         run_clear(&r);
+}
+
+/* Review finding 5 (18.1g): RAUC's system.conf names its slot's device= through a link. A by-label,
+ * by-partlabel, by-uuid or by-partuuid link is what the media names: a card whose filesystem or
+ * partition carries the label the link is made of must not make its own disk the anchor. The same
+ * card through a by-path link (the kernel's topology) does anchor. The anchor otherwise is sda
+ * (root=PARTUUID=), so a card RAUC does not anchor is untrusted. The links are relative symlinks
+ * inside the testbed's dev/ (an absolute target would resolve to the host's /dev behind the preload's
+ * back; the by-path case fails if the link did not reach the testbed's node, so the by-label case
+ * cannot pass for that reason). data: "by-label" or "by-path". */
+static void test_trust_anchor_rauc_link(Fixture *f, gconstpointer data)
+{
+        const gboolean by_path = g_str_equal(data, "by-path");
+        const char *link = by_path ? "/dev/disk/by-path/pci-0000:00:1c.1-platform-mmc2-part1" : "/dev/disk/by-label/rootfs_b";
+        g_autofree char *conf = g_build_filename(f->dir, "system.conf", NULL);
+        g_autofree char *file = tb_path(link);
+        g_autofree char *gate = g_strdup_printf("slot_suffixes=-A,-B\nrauc_system_conf=%s\n", conf);
+        g_autofree char *rauc_conf = g_strdup_printf("[system]\ncompatible=test\nbootloader=custom\n\n"
+                                                     "[slot.rootfs.0]\ndevice=/dev/sda4\nbootname=A\n\n"
+                                                     "[slot.rootfs.1]\ndevice=%s\nbootname=B\n",
+                                                     link);
+        const char *boot_args[] = {"boot", NULL};
+        Run r;
+
+        anchor_world(f);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=" SDA4_PARTUUID " ro rauc.slot=A");
+        write_file(conf, rauc_conf, -1);
+        set_config(f, gate);
+        make_link(link, "/dev/mmcblk2p1");
+        GStatBuf st;
+        g_assert_cmpint(g_stat(link, &st), ==, 0);
+        g_assert_true(S_ISBLK(st.st_mode));
+        g_assert_cmpuint(major(st.st_rdev), >=, FAKE_MAJOR_BASE);
+
+        run_helper(f, &r, boot_args);
+        g_assert_cmpint(r.status, ==, 0);
+        g_autofree char *boot_err = g_strdup(r.err);
+        run_clear(&r);
+        run_udev(f, &anchor_card, &r, FALSE);
+        g_test_message("card (%s): %s %s, trust source %s", link, kv(&r, "BTRFS_SCAN_GATE_DECISION"),
+                       kv(&r, "BTRFS_SCAN_GATE_REASON"), kv(&r, "BTRFS_SCAN_GATE_TRUST_SOURCE"));
+        assert_kv(&r, "TRUSTED", by_path ? "1" : "0");
+        assert_kv(&r, "TRUST_SOURCE", "boot-disk");
+        /* through the link RAUC names the card's slot; untrusted storage carries none */
+        assert_kv(&r, "SLOT", by_path ? "B" : "");
+        if (!by_path) {
+                assert_kv(&r, "DECISION", "skip");
+                assert_kv(&r, "REASON", "untrusted");
+        }
+        run_clear(&r);
+        g_assert_cmpstr(trust_of(f, "mmcblk2", NULL), ==, by_path ? "1" : "0");
+        if (!by_path)
+                g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/mmcblk2p1") +
+                                         kernel_count("DEVICES_READY", "/dev/mmcblk2p1"),
+                                 ==, 0);
+        /* the internal disk stays the anchor */
+        run_udev(f, &anchor_parts[1], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        assert_kv(&r, "SLOT", "A");
+        run_clear(&r);
+        /* `boot` says why the link is not used */
+        if (by_path)
+                g_assert_null(strstr(boot_err, "RAUC device="));
+        else
+                g_assert_nonnull(strstr(boot_err, "RAUC device=/dev/disk/by-label/rootfs_b: a by-label"));
 }
 
 /* The ESP that booted (steamos.efi=) on one disk, the slots on two others (the image tests' layout,
@@ -3617,6 +3800,8 @@ int main(int argc, char **argv)
         add("/helper/trust/anchor-ambiguous", test_trust_anchor_ambiguous);
         add("/helper/trust/anchor-first-coldplug", test_trust_anchor_first_coldplug);
         add("/helper/trust/old-inventory", test_trust_old_inventory);
+        add("/helper/trust/reannounce-anchor-change", test_trust_reannounce);
+        add("/helper/trust/anchor-table-fixed-only", test_trust_anchor_table_fixed_only);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
         add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);
         add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);
@@ -3632,6 +3817,10 @@ int main(int argc, char **argv)
                    test_trust_anchor_card_root_fsid, fixture_teardown);
         g_test_add("/helper/trust/anchor-card-root-fsid-single", Fixture, "single", fixture_setup,
                    test_trust_anchor_card_root_fsid, fixture_teardown);
+        g_test_add("/helper/trust/anchor-rauc-by-label", Fixture, "by-label", fixture_setup,
+                   test_trust_anchor_rauc_link, fixture_teardown);
+        g_test_add("/helper/trust/anchor-rauc-by-path", Fixture, "by-path", fixture_setup,
+                   test_trust_anchor_rauc_link, fixture_teardown);
         g_test_add("/helper/rauc/slot-a", Fixture, "A", fixture_setup, test_rauc, fixture_teardown);
         g_test_add("/helper/rauc/slot-b", Fixture, "B", fixture_setup, test_rauc, fixture_teardown);
         add("/helper/rauc/skip-all", test_rauc_skip_all);

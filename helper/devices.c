@@ -930,8 +930,9 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
         }
         if (in->n_anchor) {
                 bool on = f->disk && disk_listed(f->disk, in->anchor_disks, in->n_anchor);
-                /* no exception here: a member of a multi-device filesystem on the disk that booted is
-                 * trusted on another fixed disk by trust.c, which sees every superblock */
+                /* no exception for a member of root=UUID=: its fsid, devid and generation are what
+                 * any media can copy, and a disk that looks fixed may be an eSATA or hot-swap bay (a
+                 * multi-disk root beyond the anchor disk needs trusted_disk=; trust.c says so) */
                 *ret_why = on ? WHY_ON_ANCHOR : WHY_OFF_ANCHOR;
                 return on;
         }

@@ -96,8 +96,8 @@ struct bsg_trust_inputs {
 };
 
 /* What is known of one device's storage: from its read (struct bsg_dev) or its inventory record. */
-/* is_trusted_storage()'s answers with an anchor (trust.c takes members of the booted disk's
- * multi-device filesystems from the second) */
+/* is_trusted_storage()'s answers with an anchor (trust.c says why a member of a trusted multi-device
+ * filesystem given the second is not scanned) */
 #define WHY_ON_ANCHOR "on the disk that booted"
 #define WHY_OFF_ANCHOR "not on the disk that booted"
 
@@ -113,9 +113,8 @@ struct bsg_trust_facts {
  * device or disk trusted_disk= NAMED (a named disk's partitions too), a stacked device (dm, md) whose
  * every slave is trusted, a device on a disk the boot names (the anchor), and, only where the boot
  * names no disk, the fallback: fixed storage by its class (not removable, USB, FireWire, SD card,
- * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, nothing else here
- * (trust.c adds the members of a multi-device filesystem on the disk that booted found on other fixed
- * disks). Descriptors the media writes (labels,
+ * Thunderbolt/USB4, and not under /devices/virtual: loop, nbd...). With an anchor, nothing else: a
+ * root over a second internal disk needs trusted_disk= for it. Descriptors the media writes (labels,
  * PARTUUIDs, fsids, devids, generations, serials) never enter here. A stacked device, or one whose class is not known (an
  * older inventory), is asked of sysfs; every other answer comes from F and IN alone. *RET_WHY says why
  * (a static string). */

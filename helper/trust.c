@@ -4,7 +4,6 @@
  * boot names, bsg_boot_anchor() over the entries, once per run), and every entry's trust from those
  * and its class (is_trusted_storage()). I/O only to gather; deciding is devices.c and slot.c. */
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,88 +154,45 @@ static const char *mounted_root_disk(const struct ctx *c)
         return NULL;
 }
 
-#define WHY_MEMBER_OF_BOOTED "a member of a multi-device filesystem on the disk that booted (fixed storage)"
-
-/* A memory card's kernel name (mmcblkN, a Memory Stick's msblkN/mspblkN): the kernel's, not the media's. An
- * MMC card in an SD slot passes the fallback's class test as fixed storage (device/type "MMC", as an
- * eMMC's), so only the name tells a card reader's block device. */
-static bool is_card_name(const char *devnode)
-{
-        const char *base = devnode ? strrchr(devnode, '/') : NULL;
-        base = base ? base + 1 : devnode;
-        return base && (strncmp(base, "mmcblk", 6) == 0 || strncmp(base, "msblk", 5) == 0 ||
-                        strncmp(base, "mspblk", 6) == 0);
-}
-
-/* Whether E, a member of a multi-device filesystem, is another member of A's (A on the disk that
- * booted): the same fsid and metadata_uuid, the same number of devices, another devid and device
- * UUID, neither in an fsid change nor a seed. */
+/* Whether E and A are two members of one multi-device filesystem (the same fsid, the same number of
+ * devices, another devid). */
 static bool is_other_member(const struct bsg_device *e, const struct bsg_device *a)
 {
-        return a->state == BSG_DEV_BTRFS && memcmp(a->fsid, e->fsid, BSG_UUID_SIZE) == 0 &&
-               a->num_devices == e->num_devices && a->devid != e->devid &&
-               memcmp(a->dev_uuid, e->dev_uuid, BSG_UUID_SIZE) != 0 && !a->fsid_changing && !a->seeding &&
-               a->metadata_uuid_feature == e->metadata_uuid_feature &&
-               (!e->metadata_uuid_feature || memcmp(a->metadata_uuid, e->metadata_uuid, BSG_UUID_SIZE) == 0);
+        return e->state == BSG_DEV_BTRFS && a->state == BSG_DEV_BTRFS && e->num_devices >= 2 &&
+               memcmp(a->fsid, e->fsid, BSG_UUID_SIZE) == 0 && a->num_devices == e->num_devices &&
+               a->devid != e->devid;
 }
 
-/* Whether E could be a member of a booted disk's filesystem on another disk: untrusted only because
- * its disk is not the one that booted, a multi-device btrfs, fixed storage by its class, not a
- * memory card, not stacked or held. */
-static bool is_member_candidate(const struct entry *e)
+/* Says why a member of a multi-device filesystem with a trusted member (a btrfs RAID1 root over two
+ * internal disks, the boot naming the first) found on another disk is not scanned, and what the administrator can do. It
+ * stays untrusted: its superblock is what any media can write, and the disk it is on is named
+ * neither by the boot nor by the configuration (an eSATA disk, a hot-swap bay or a card that shows
+ * as NVMe looks fixed to sysfs). Said by `boot` and by the member's own event. */
+static void say_untrusted_members(const struct ctx *c)
 {
-        return e->pd.untrusted && e->pd.state == BSG_DEV_BTRFS && e->pd.num_devices >= 2 && !e->pd.seeding &&
-               !e->pd.fsid_changing && !e->pd.held && !e->trust.stacked && e->trust.class_known &&
-               e->trust.class_fixed && !is_card_name(e->devnode) && streq_ptr(e->trust_why, WHY_OFF_ANCHOR);
-}
-
-/* A multi-device filesystem with a member on the disk that booted (a btrfs RAID1 root over two
- * internal disks, a desktop's /home) still assembles at boot: its members on other disks are trusted
- * when their disk is fixed storage by its class, not a memory card and not stacked, and their devid
- * is unique: no trusted device of the filesystem has it, no other candidate claims it. The superblock
- * fields are what any media can write; the class is the kernel's: taking this exception needs a disk
- * inside the machine, which the fallback trusts whole. A member under dm (dm-crypt over the second
- * disk) needs trusted_disk=. */
-static void trust_members_of_booted(struct ctx *c)
-{
-        if (!c->trust_in.n_anchor || c->trust_in.narrow)
+        if (!c->trust_in.n_anchor || (c->verb != VERB_BOOT && c->verb != VERB_UDEV))
                 return;
         for (size_t i = 0; i < c->n; i++) {
-                struct entry *e = &c->e[i];
-                if (!is_member_candidate(e))
+                const struct entry *e = &c->e[i];
+                if (!e->pd.untrusted || !streq_ptr(e->trust_why, WHY_OFF_ANCHOR) ||
+                    (c->verb == VERB_UDEV && !streq_ptr(e->devnode, c->devnode)))
                         continue;
-                const struct entry *rival = NULL;
-                bool member = false, devid_taken = false;
-                for (size_t k = 0; k < c->n && !devid_taken; k++) {
+                for (size_t k = 0; k < c->n; k++) {
                         const struct entry *a = &c->e[k];
-                        if (k == i || a->pd.state != BSG_DEV_BTRFS || memcmp(a->pd.fsid, e->pd.fsid, BSG_UUID_SIZE) != 0)
+                        if (a->pd.untrusted || !is_other_member(&e->pd, &a->pd))
                                 continue;
-                        /* a copy of a trusted member, or two candidates for one devid: neither is
-                         * the missing member (fail closed) */
-                        if (a->pd.devid == e->pd.devid && (!a->pd.untrusted || is_member_candidate(a))) {
-                                devid_taken = true;
-                                rival = a->pd.untrusted ? a : NULL;
-                        } else if (!a->pd.untrusted && streq_ptr(a->trust_why, WHY_ON_ANCHOR))
-                                member = member || is_other_member(&e->pd, &a->pd);
-                }
-                if (member && rival)
-                        log_msg("%s and %s, on disks other than the one that booted, both claim devid %" PRIu64
-                                " of a filesystem on it: neither is trusted (name the right disk with trusted_disk=)",
-                                e->devnode, rival->devnode, e->pd.devid);
-                if (!member || devid_taken)
-                        continue;
-                e->trust_why = WHY_MEMBER_OF_BOOTED;
-                log_debug("%s: trusted: %s", e->devnode, e->trust_why);
-                if (e->dev >= 0) {
-                        struct bsg_dev *d = &c->devs.v[e->dev];
-                        d->untrusted = false;
-                        d->trust_why = e->trust_why;
+                        char fsid[37];
+                        size_t unresolved = c->config.n_trusted_disks - c->n_trusted_devnums;
+                        bsg_uuid_format(e->pd.fsid, fsid);
+                        log_msg("%s: a member of %s's multi-device filesystem %s, on a disk neither the boot "
+                                "nor trusted_disk= names%s: untrusted, not scanned (the filesystem assembles only "
+                                "with it named: if the disk is inside the machine, add "
+                                "trusted_disk=/dev/disk/by-path/... for it)",
+                                e->devnode, a->devnode, fsid,
+                                unresolved ? " (a trusted_disk= line names no block device yet)" : "");
+                        break;
                 }
         }
-        /* untrusted only now: a candidate trusted above is no candidate for the next one's devid */
-        for (size_t i = 0; i < c->n; i++)
-                if (c->e[i].pd.untrusted && streq_ptr(c->e[i].trust_why, WHY_MEMBER_OF_BOOTED))
-                        c->e[i].pd.untrusted = false;
 }
 
 /* The anchor (the disks the boot names), once per run, then every entry's trust from it, the
@@ -330,7 +286,7 @@ void decide_trust(struct ctx *c)
                         d->trust_by_config = by_config;
                 }
         }
-        trust_members_of_booted(c);
+        say_untrusted_members(c);
 }
 
 /* The boot names a partition by PARTUUID (root=, steamos.efi=, LoaderDevicePartUUID): a whole disk

@@ -169,7 +169,7 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                         if (bsg_is_content_link(value) || strstr(value, "/by-id/"))
                                 BAD("trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is "
                                     "written or reported by the media itself (by-id: its model and serial): name "
-                                    "the disk by-path or by its kernel name");
+                                    "the disk by-path");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
                                 BAD("trusted_disk: more than 16 disks");
                         strcpy(config->trusted_disks[config->n_trusted_disks++], value);

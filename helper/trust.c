@@ -229,7 +229,7 @@ void decide_trust(struct ctx *c)
                         if (!rauc_anchor[i] && c->rauc_rdev[i] && c->verb == VERB_BOOT)
                                 log_msg("RAUC device=%s: a by-label, by-partlabel, by-uuid or by-partuuid link is "
                                         "named by the media: not used to find the disk that booted (name it "
-                                        "by-path or by-id)", c->rauc.v[i].device);
+                                        "by-path)", c->rauc.v[i].device);
                 }
                 bsg_boot_anchor(c->cmdline, c->loader_partuuid, rauc_anchor, n_rauc, parts, c->n,
                                 root_disk ? bsg_disk_key(root_disk) : NULL, &c->anchor);

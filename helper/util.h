@@ -42,9 +42,10 @@ static inline bool streq_ptr(const char *a, const char *b)
 }
 
 /* BUF (SIZE bytes) := the strings up to a NULL, joined: snprintf("%s%s...") without its format
- * parser (about 1,000 instructions a call, and an event builds dozens of sysfs paths). Returns false
- * if they do not fit (BUF then holds what fits, terminated). */
-static inline bool bsg_join(char *buf, size_t size, ...)
+ * parser (about 1,000 instructions a call, and an event builds dozens of sysfs paths). The list ends
+ * at the first NULL (the compiler checks there is one). Returns false if they do not fit (BUF then
+ * holds what fits, terminated). */
+__attribute__((sentinel)) static inline bool bsg_join(char *buf, size_t size, ...)
 {
         va_list ap;
         size_t len = 0;

@@ -231,24 +231,24 @@ static const struct trusted_case trusted_cases[] = {
         /* a serial, a model, a WWN: what a USB device reports about itself */
         {"by-id", "trusted_disk=/dev/disk/by-id/usb-Vendor_Disk_0123-0:0\ntrusted_disk=/dev/nvme0n1\n", 1,
          "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path or by its kernel name;"},
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
         {"two", "trusted_disk=/dev/loop0\ntrusted_disk = \"/dev/loop1\"\n", 0, "/dev/loop0|/dev/loop1", ""},
         {"reset", "trusted_disk=/dev/loop0\ntrusted_disk=\ntrusted_disk=/dev/sda\n", 0, "/dev/sda", ""},
         {"relative", "trusted_disk=loop0\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"not-dev", "trusted_disk=/tmp/x\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"blank-inside", "trusted_disk=/dev/a b\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"by-partlabel", "trusted_disk=/dev/disk/by-partlabel/rootfs-A\n", 1, "",
-         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path or by its kernel name;"},
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
         {"by-uuid", "trusted_disk=/dev/disk/by-uuid/0000\ntrusted_disk=/dev/disk/by-path/pci-0000:00:04.0\n", 1,
          "/dev/disk/by-path/pci-0000:00:04.0",
-         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path or by its kernel name;"},
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
         {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
          "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         /* the link directory anywhere in the path (review finding 5) */
         {"by-label-double-slash", "trusted_disk=/dev/disk//by-label/root\n", 1, "",
-         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path or by its kernel name;"},
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
         {"by-partuuid-dotdot", "trusted_disk=/dev/../dev/disk/by-partuuid/00\n", 1, "",
-         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path or by its kernel name;"},
+         "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
 };
 
 static void trusted_one(const struct trusted_case *t)

@@ -277,3 +277,34 @@ sys_check_gated_state() {
     must umount /home
     tlog "both slots of rootfs and var mounted at once and unmounted"
 }
+
+# link target of $1, or "missing"
+target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
+
+# Soft checks: a failed expectation is logged and counted in /tmp/bad; the case fails at its end
+# with all of them listed (sys_bad_verdict), so one run shows every wrong decision, in every order.
+: >/tmp/bad
+bad() { echo "guest: CHECK-FAILED: $*"; echo "$*" >>/tmp/bad; }
+# has KEY=VALUE among the P_ variables of the last sys_props ($what and $dev name the check)
+want() { eval "v=\$P_$1"; [ "$v" = "$2" ] || bad "$what: $dev: $1=$v, expected $2"; }
+sys_bad_verdict() {
+    [ -s /tmp/bad ] || return 0
+    sed 's/^/guest: failed: /' /tmp/bad
+    fail "$(wc -l </tmp/bad) checks failed (listed above)"
+}
+
+# sys_check_held DEV...: each a member of a stacked device (issue 18 case 10): `skip held`, no
+# slot, not registered, and `status` (in /tmp/status.txt) never decides it otherwise. Soft checks.
+sys_check_held() {
+    for dev in "$@"; do
+        sys_props "$dev"
+        log "$what: $dev (held): fs=$P_ID_FS_TYPE decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
+        want BTRFS_SCAN_GATE_DECISION skip
+        want BTRFS_SCAN_GATE_REASON held
+        want BTRFS_SCAN_GATE_SLOT -
+        want BTRFS_SCAN_GATE_SLOT_ACTIVE -
+        [ "$(sys_registered "$dev")" = no ] || bad "$what: $dev (held) is registered with the kernel"
+        # a held device is listed as `skip held`, or not at all; never as a copy
+        grep "^$dev " /tmp/status.txt | grep -qv " held " && bad "$what: status decides $dev (held): $(grep "^$dev " /tmp/status.txt)"
+    done
+}

@@ -31,8 +31,6 @@ log "booted disk vda: rootfs-A=$A0 rootfs-B=$B0; second disk vdb: rootfs-A=$A1 r
 grep -q 'root=PARTUUID=5c1a6e2f-0d3b-4c1e-9a7f-000000000002' /proc/cmdline || fail "no root=PARTUUID= on the command line"
 [ "$(blkid -s PARTUUID -o value "$A0")" = 5c1a6e2f-0d3b-4c1e-9a7f-000000000002 ] || fail "$A0 is not the PARTUUID of root="
 
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-
 check() {
     what=$1
     for d in $A0 $B0 $A1 $B1; do

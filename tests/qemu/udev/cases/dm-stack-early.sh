@@ -57,25 +57,12 @@ dm_node() {
 }
 dmc() { timeout 60 dmsetup "$@" >/tmp/dm.log 2>&1 || { cat /tmp/dm.log; fail "dmsetup $*"; }; }
 
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-: >/tmp/bad
-bad() { echo "guest: CHECK-FAILED: $*"; echo "$*" >>/tmp/bad; }
-want() { eval "v=\$P_$1"; [ "$v" = "$2" ] || bad "$what: $dev: $1=$v, expected $2"; }
 
 stack_check() {
     what=$1
     btrfs-scan-gate status >/tmp/status.txt 2>&1
     skip=$(cat /sys/module/btrfs/parameters/skip_scan)
-    for dev in $PA $VR $PH; do
-        sys_props "$dev"
-        log "$what: $dev (held): fs=$P_ID_FS_TYPE decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT"
-        want BTRFS_SCAN_GATE_DECISION skip
-        want BTRFS_SCAN_GATE_REASON held
-        want BTRFS_SCAN_GATE_SLOT -
-        want BTRFS_SCAN_GATE_SLOT_ACTIVE -
-        [ "$(sys_registered "$dev")" = no ] || bad "$what: $dev (held) is registered with the kernel"
-        grep "^$dev " /tmp/status.txt | grep -qv " held " && bad "$what: status decides $dev (held): $(grep "^$dev " /tmp/status.txt)"
-    done
+    sys_check_held $PA $VR $PH
     dev=$TOP
     sys_props "$dev"
     log "$what: $dev (root, linear over verity): fs=$P_ID_FS_TYPE decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
@@ -207,5 +194,5 @@ removed_check removed-all "$PA" "$PB" "$PH"
 grep -q "^$PH decision=scan reason=unique .*registered=yes" /tmp/after-remove || bad "removed-all: $PH: $(grep "^$PH " /tmp/after-remove), expected scan unique registered"
 grep -q "^$PA decision=skip reason=clone slot=A " /tmp/after-remove || bad "removed-all: $PA: $(grep "^$PA " /tmp/after-remove), expected skip clone slot A"
 
-[ -s /tmp/bad ] && { sed 's/^/guest: failed: /' /tmp/bad; fail "$(wc -l </tmp/bad) checks failed (listed above)"; }
+sys_bad_verdict
 pass

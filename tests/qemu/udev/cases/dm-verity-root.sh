@@ -72,30 +72,12 @@ dm_up() { # dmsetup options: both devices
     log "rootA = $VD ($(dmsetup status rootA)), home = $HD, data = $DD"
 }
 
-# link target of $1, or "missing"
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-# a failed expectation is logged and counted; the case fails at its end with all of them listed
-# (so one run shows every wrong decision, in every order)
-: >/tmp/bad
-bad() { echo "guest: CHECK-FAILED: $*"; echo "$*" >>/tmp/bad; }
-# has KEY=VALUE among the P_ variables of the last sys_props
-want() { eval "v=\$P_$1"; [ "$v" = "$2" ] || bad "$what: $dev: $1=$v, expected $2"; }
 
 verity_check() {
     what=$1
     btrfs-scan-gate status >/tmp/status.txt 2>&1
     skip=$(cat /sys/module/btrfs/parameters/skip_scan)
-    for dev in $PA $PH $DATADISK; do
-        sys_props "$dev"
-        log "$what: $dev (under dm): decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
-        want BTRFS_SCAN_GATE_DECISION skip
-        want BTRFS_SCAN_GATE_REASON held
-        want BTRFS_SCAN_GATE_SLOT -
-        want BTRFS_SCAN_GATE_SLOT_ACTIVE -
-        [ "$(sys_registered "$dev")" = no ] || bad "$what: $dev (under dm) is registered with the kernel"
-        # status lists a held partition as `skip held`, or not at all; never as a copy
-        grep "^$dev " /tmp/status.txt | grep -qv " held " && bad "$what: status decides $dev (under dm): $(grep "^$dev " /tmp/status.txt)"
-    done
+    sys_check_held $PA $PH $DATADISK
     dev=$VD
     sys_props "$dev"
     log "$what: $dev (rootA): fs=$P_ID_FS_TYPE decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT base=$P_BTRFS_SCAN_GATE_SLOT_BASE slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE udisks-ignore=$P_UDISKS_IGNORE"
@@ -227,5 +209,5 @@ must umount /data
 btrfs device scan >/tmp/scan-all.log 2>&1
 sed 's/^/guest: scan-all: /' /tmp/scan-all.log
 log "after btrfs device scan of everything: $PA registered=$(sys_registered "$PA"), $PH registered=$(sys_registered "$PH") (held partitions are not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan))"
-[ -s /tmp/bad ] && { sed 's/^/guest: failed: /' /tmp/bad; fail "$(wc -l </tmp/bad) checks failed (listed above)"; }
+sys_bad_verdict
 pass

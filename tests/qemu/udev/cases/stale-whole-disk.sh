@@ -41,9 +41,6 @@ log "internal rootfs-A: $INT (generation $(sb "$INT" generation)); stale disks: 
 [ "$(sb "$STALE" fsid)" = "$ROOT_FSID" ] || fail "the stale superblock of $STALE is not rootfs's"
 [ "$(sb "$STALE" generation)" -gt "$(sb "$INT" generation)" ] || fail "the stale generation is not above rootfs-A's"
 
-# link target of $1, or "missing"
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-
 stale_check() {
     what=$1
     btrfs-scan-gate status >/tmp/status.txt 2>&1

@@ -33,8 +33,6 @@ for f in /etc/udev/rules.d /lib/udev/rules.d /usr/lib/udev/rules.d; do
 done
 [ -n "$late" ] || fail "the gate's 99-btrfs-scan-gate-late.rules is not installed"
 
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-
 check() {
     what=$1
     sys_props "$USB"

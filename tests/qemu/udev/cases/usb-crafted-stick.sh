@@ -37,9 +37,6 @@ for s in $S1 $S2; do
 done
 [ "$(sb "$S2" dev_item.devid)" = 2 ] || fail "$S2 is not devid 2"
 
-# link target of $1, or "missing"
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-
 stick_check() {
     what=$1
     btrfs-scan-gate status >/tmp/status.txt 2>&1

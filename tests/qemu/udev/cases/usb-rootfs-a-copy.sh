@@ -25,9 +25,6 @@ usb_gen=$(btrfs inspect-internal dump-super "$USB" | awk '$1 == "generation" { p
 int_gen=$(btrfs inspect-internal dump-super "$INT" | awk '$1 == "generation" { print $2 }')
 [ "$usb_gen" -gt "$int_gen" ] || fail "the USB copy's generation $usb_gen is not above $int_gen"
 
-# link target of $1, or "missing"
-target() { if [ -e "$1" ]; then readlink -f "$1"; else echo missing; fi; }
-
 usb_check() {
     what=$1
     sys_props "$USB"

@@ -75,6 +75,15 @@ static int parse_suffixes(const char *v, struct bsg_config *c)
         return 0;
 }
 
+/* /dev/disk/by-path/NAME or /dev/NAME, one component, no "..". */
+static bool is_trusted_disk_name(const char *path)
+{
+        const char *name = strncmp(path, "/dev/disk/by-path/", 18) == 0 ? path + 18
+                           : strncmp(path, "/dev/", 5) == 0            ? path + 5
+                                                                        : NULL;
+        return name && name[0] && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
+}
+
 bool bsg_is_content_link(const char *path)
 {
         /* anywhere in the path: /dev/disk//by-label/x and /dev/../dev/disk/by-uuid/x name them too */
@@ -170,6 +179,13 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                                 BAD("trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is "
                                     "written or reported by the media itself (by-id: its model and serial): name "
                                     "the disk by-path");
+                        /* the rest is an allowlist: a place (by-path) or a kernel name; not /dev/md/NAME or
+                         * /dev/mapper/NAME (md superblocks and LVM metadata name them: a dm/md device is
+                         * trusted with the disks under it anyway), not by-partsets or by-loop-ref */
+                        if (!is_trusted_disk_name(value))
+                                BAD("trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other "
+                                    "names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a "
+                                    "dm or md device is trusted with the disks under it");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
                                 BAD("trusted_disk: more than 16 disks");
                         strcpy(config->trusted_disks[config->n_trusted_disks++], value);

@@ -244,6 +244,17 @@ static const struct trusted_case trusted_cases[] = {
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
         {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
          "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
+        /* an allowlist of name forms: by-path or a kernel name */
+        {"md-name", "trusted_disk=/dev/md/root\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"mapper-name", "trusted_disk=/dev/mapper/vg-root\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"by-partsets", "trusted_disk=/dev/disk/by-partsets/A/rootfs\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"by-path-dotdot", "trusted_disk=/dev/disk/by-path/../by-loop-ref/x\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"dev-dotdot", "trusted_disk=/dev/..\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
         /* the link directory anywhere in the path (review finding 5) */
         {"by-label-double-slash", "trusted_disk=/dev/disk//by-label/root\n", 1, "",
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},

@@ -253,25 +253,28 @@ static const char *fallback_untrusted_why(const char *disk, const char *sysfs_li
         return NULL;
 }
 
+/* Whether NAME's sysfs directory SUB (holders, slaves) has an entry. */
+static bool has_stack_entry(const char *name, const char *sub)
+{
+        char path[PATH_MAX];
+        struct dirent *de;
+        bool any = false;
+        DIR *dir;
+
+        if (!bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, "/", sub, NULL) || !(dir = opendir(path)))
+                return false;
+        while (!any && (de = readdir(dir)))
+                any = de->d_name[0] != '.';
+        closedir(dir);
+        return any;
+}
+
 /* Whether another block device is stacked on NAME (dm-multipath, md, dm-crypt...): then it is a
  * member, not a filesystem of its own, even if its first bytes are a btrfs superblock (md metadata
  * 1.0 and multipath paths show the superblock of what they carry), as udev's stock rules treat it. */
 static bool has_holders(const char *name)
 {
-        char path[PATH_MAX];
-        struct dirent *de;
-        bool held = false;
-        DIR *dir;
-
-        if (!bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, "/holders", NULL))
-                return false;
-        dir = opendir(path);
-        if (!dir)
-                return false;
-        while (!held && (de = readdir(dir)))
-                held = de->d_name[0] != '.';
-        closedir(dir);
-        return held;
+        return has_stack_entry(name, "holders");
 }
 
 /* The slave NAME stores its data on, into BUF: for a device-mapper device the one device its table
@@ -420,23 +423,6 @@ size_t bsg_slaves_devnums(const char *sysname, dev_t *ret, size_t max)
         return n;
 }
 
-/* Whether NAME has a slaves/ entry (a dm or md device). */
-static bool has_slaves(const char *name)
-{
-        char path[PATH_MAX];
-        struct dirent *de;
-        bool any = false;
-        DIR *dir;
-
-        if ((size_t)snprintf(path, sizeof(path), SYS_CLASS_BLOCK "/%s/slaves", name) >= sizeof(path) ||
-            !(dir = opendir(path)))
-                return false;
-        while (!any && (de = readdir(dir)))
-                any = de->d_name[0] != '.';
-        closedir(dir);
-        return any;
-}
-
 #define STACK_MAX_DEPTH 8
 
 /* The device at the bottom of the stack NAME stands for, into BUF: its data slave's, and while that is
@@ -450,7 +436,7 @@ static bool stack_bottom(const char *name, dev_t devnum, char *buf, size_t size)
         if (!data_slave(name, devnum, buf, size))
                 return false;
         for (int depth = 1; depth < STACK_MAX_DEPTH; depth++) {
-                if (!has_slaves(buf))
+                if (!has_stack_entry(buf, "slaves")) /* a dm or md device has slaves */
                         return true;
                 dev_t below = devnum_of_name_attr(buf, "dev");
                 if (!below || (size_t)snprintf(cur, sizeof(cur), "%s", buf) >= sizeof(cur) ||

@@ -64,6 +64,21 @@ void add_token(char *buf, size_t size, const char *token)
         snprintf(buf + l, size - l, "%s%s", l ? "," : "", token);
 }
 
+int reannounce_device(struct ctx *c, const char *sysname, const char *devnode, const char *why)
+{
+        char tok[300];
+        int r = bsg_sysfs_reannounce(sysname);
+
+        if (r < 0) {
+                log_msg("%s: cannot send the change event of a device %s, ignoring: %s", devnode, why, strerror(-r));
+                return r;
+        }
+        log_debug("%s: %s: change event sent", devnode, why);
+        snprintf(tok, sizeof(tok), "reannounced:%.255s", devnode);
+        add_token(c->actions, sizeof(c->actions), tok);
+        return 0;
+}
+
 void add_error(struct ctx *c, const char *token)
 {
         add_token(c->errors, sizeof(c->errors), token);

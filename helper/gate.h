@@ -133,6 +133,10 @@ struct ctx;
 void log_decision(const struct ctx *c, const struct entry *e);
 void add_token(char *buf, size_t size, const char *token);
 void add_error(struct ctx *c, const char *token);
+/* Asks the kernel for a marked change event of SYSNAME (DEVNODE: its name in messages) whose udev
+ * record is stale for the reason WHY; `reannounced:DEVNODE` among the actions. A failure is said and
+ * survived. Returns 0 or -errno. */
+int reannounce_device(struct ctx *c, const char *sysname, const char *devnode, const char *why);
 void ctx_done(struct ctx *c);
 /* Whether TOKEN is one of c->errors. */
 bool ctx_has_error(const struct ctx *c, const char *token);

@@ -382,18 +382,10 @@ void reannounce_trust_changed(struct ctx *c)
                 if (udev_trusted_of(udev, e->devnum, kept, sizeof(kept), sysname, sizeof(sysname)) <= 0 ||
                     streq(kept, e->pd.untrusted ? "0" : "1"))
                         continue;
-                int r = bsg_sysfs_reannounce(sysname);
-                if (r < 0) {
-                        log_msg("%s: cannot send the change event of a device whose trust answer in udev is "
-                                "stale, ignoring: %s", e->devnode, strerror(-r));
-                        failed = true;
-                        continue;
-                }
-                log_debug("%s: udev record says trusted=%s, now %s (trust from %s): change event sent", e->devnode,
-                          kept, e->pd.untrusted ? "0" : "1", trust_source(c));
-                char tok[300];
-                snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
-                add_token(c->actions, sizeof(c->actions), tok);
+                char stale[128];
+                snprintf(stale, sizeof(stale), "whose udev record says trusted=%s, now %s (trust from %s)", kept,
+                         e->pd.untrusted ? "0" : "1", trust_source(c));
+                failed = reannounce_device(c, sysname, e->devnode, stale) < 0 || failed;
         }
         udev_unref(udev);
         /* the next run with this key re-announces nothing; a device it could not ask, the next key

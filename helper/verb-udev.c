@@ -167,17 +167,11 @@ static bool reannounce_if_stale(struct ctx *c, const struct entry *e, char *ret_
         expected_props(c, e, &dec, &reason, &active);
         if (streq(rec.decision, dec) && streq(rec.reason, reason) && streq(rec.slot_active, active))
                 return false;
-        int r = bsg_sysfs_reannounce(rec.sysname);
-        if (r < 0) {
-                log_msg("%s: cannot send the change event of a device whose udev record is stale, ignoring: %s",
-                        e->devnode, strerror(-r));
+        char why[128];
+        snprintf(why, sizeof(why), "whose udev record says %s %s SLOT_ACTIVE=%s, now %s %s SLOT_ACTIVE=%s",
+                 rec.decision, rec.reason, rec.slot_active, dec, reason, active);
+        if (reannounce_device(c, rec.sysname, e->devnode, why) < 0)
                 return false;
-        }
-        log_debug("%s: udev record says %s %s SLOT_ACTIVE=%s, now %s %s SLOT_ACTIVE=%s: change event sent",
-                  e->devnode, rec.decision, rec.reason, rec.slot_active, dec, reason, active);
-        char tok[300];
-        snprintf(tok, sizeof(tok), "reannounced:%s", e->devnode);
-        add_token(c->actions, sizeof(c->actions), tok);
         if (ret_sysname)
                 snprintf(ret_sysname, size, "%s", rec.sysname);
         return true;
@@ -242,16 +236,9 @@ static void reannounce_after_remove(struct ctx *c)
                         done = done || streq(sent[k], names[i]);
                 if (done)
                         continue;
-                int r = bsg_sysfs_reannounce(names[i]);
-                if (r < 0) {
-                        log_msg("/dev/%s: cannot send the change event of a device no longer held, ignoring: %s",
-                                names[i], strerror(-r));
-                        continue;
-                }
-                log_debug("/dev/%s: udev record says held, nothing holds it now: change event sent", names[i]);
-                char tok[300];
-                snprintf(tok, sizeof(tok), "reannounced:/dev/%.255s", names[i]);
-                add_token(c->actions, sizeof(c->actions), tok);
+                char devnode[300];
+                snprintf(devnode, sizeof(devnode), "/dev/%.255s", names[i]);
+                reannounce_device(c, names[i], devnode, "whose udev record says held, nothing holds it now");
         }
 }
 

@@ -17,6 +17,16 @@ grep -qw overlay /proc/filesystems || modprobe overlay || skip "no overlayfs"
 
 rm -rf "$work"
 mkdir -p "$work/conf.d" "$work/tmp"
+# opt-in, as documented (dracut --add): check() answers 255 ("only when asked for") when its
+# binaries are there, 1 when the helper is missing; never 0, which would pull it into every image
+# shellcheck disable=SC2016 # expanded by the inner bash
+check_rc() { bash -c 'require_binaries() { [ "$1" = "$STUB_OK" ]; }; . "$1"; check; echo $?' sh \
+    "$stage$moddir/90btrfs-scan-gate/module-setup.sh" 2>&1 | tail -n 1; }
+rc=$(STUB_OK=$helper check_rc)
+[ "$rc" = 255 ] || fail "module-setup.sh check() returned $rc with the helper present, not 255 (opt-in)"
+rc=$(STUB_OK=/nonexistent check_rc)
+[ "$rc" = 1 ] || fail "module-setup.sh check() returned $rc without the helper, not 1"
+echo "ok: check() 255 (only with --add / -m), 1 without the helper"
 mkdir -p "$stage/etc" "$stage/usr"
 # shellcheck disable=SC2016 # the inner script expands its own arguments
 unshare -m /bin/sh -c '

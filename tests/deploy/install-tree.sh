@@ -2,7 +2,8 @@
 # `cmake --install` with DESTDIR into a fresh staging root; the file list must equal the expected
 # list (which includes what helper/ installs: the helper where the rules call it, its man page),
 # no @VAR@ may be left unexpanded,
-# and the hooks the generators execute must be executable.
+# and the hooks the generators execute must be executable. Then the initramfs-tools and dracut
+# components (whatever BSG_INITRAMFS selected) are added, for the mkinitramfs and dracut tests.
 # Usage: install-tree.sh BUILD_DIR STAGE EXPECTED HELPER_PATH HAVE_HELPER
 set -euo pipefail
 build=$1 stage=$2 expected=$3 helper=$4 have_helper=$5
@@ -34,4 +35,9 @@ done < "$stage.expected"
 if [ "$have_helper" = 1 ]; then
     [ -x "$stage$helper" ] || fail "the rules call $helper, but the install did not put the helper there"
 fi
-echo "PASS: $(wc -l < "$stage.files") files installed into $stage"
+n=$(wc -l < "$stage.files")
+for c in initramfs-tools dracut; do
+    DESTDIR=$stage cmake --install "$build" --component "$c" >>"$stage.install.log" 2>&1 ||
+        { cat "$stage.install.log"; fail "cmake --install --component $c"; }
+done
+echo "PASS: $n files installed into $stage (then the initramfs-tools and dracut components)"

@@ -4,7 +4,9 @@
 # (source= + sha256sums, no path back into this tree), with Debian's makepkg
 # (pacman-package-manager), check() included. Then checks that the package's file list equals the
 # install manifest of the build makepkg made (`cmake --install` writes install_manifest.txt); man
-# pages compared without makepkg's zipman .gz. makepkg refuses root, so it runs as nobody (setpriv)
+# pages compared without makepkg's zipman .gz; then where the files are (Arch's directories, two
+# rules in /etc/udev/rules.d, no initramfs-tools), what they call, and .PKGINFO's depends and the
+# absence of backup entries (packaging/arch/README.md says why). makepkg refuses root, so it runs as nobody (setpriv)
 # in a work directory nobody owns; --nodeps: Debian has no pacman database for the Arch dependencies.
 set -euo pipefail
 work=$1
@@ -54,13 +56,30 @@ manifest=$work/build/btrfs-scan-gate/src/build/install_manifest.txt
 bsdtar -tf "$pkg" | grep -v '^\.' | grep -v '/$' | sed 's|^|/|; s|\(/man[0-9]/[^/]*\)\.gz$|\1|' | sort >"$work/pkg.files"
 sed "s|^$work/build/btrfs-scan-gate/pkg/btrfs-scan-gate||" "$manifest" | sort >"$work/manifest.files"
 diff -u "$work/manifest.files" "$work/pkg.files" || fail "package files differ from the install manifest (- manifest, + package)"
-# where an Arch system looks for them
-for f in /usr/bin/btrfs-scan-gate /etc/udev/rules.d/64-btrfs.rules /usr/lib/systemd/system/btrfs-scan-gate.service \
-        /usr/lib/initcpio/install/btrfs-scan-gate /usr/lib/initcpio/hooks/btrfs-scan-gate; do
+# where an Arch system looks for them: all under /usr but the two rules that hide the stock ones
+for f in /usr/bin/btrfs-scan-gate /etc/udev/rules.d/64-btrfs.rules /etc/udev/rules.d/64-btrfs-dm.rules \
+        /usr/lib/udev/rules.d/99-btrfs-scan-gate-late.rules /usr/lib/systemd/system/btrfs-scan-gate.service \
+        /usr/lib/initcpio/install/btrfs-scan-gate /usr/lib/initcpio/hooks/btrfs-scan-gate \
+        /usr/lib/dracut/modules.d/90btrfs-scan-gate/module-setup.sh /usr/lib/btrfs-scan-gate/rauc-post-install; do
     grep -qx "$f" "$work/pkg.files" || fail "$f not in the package"
 done
-bsdtar -xOf "$pkg" etc/udev/rules.d/64-btrfs.rules | grep -q '"/usr/bin/btrfs-scan-gate udev' ||
-    fail "the packaged rules do not call /usr/bin/btrfs-scan-gate"
+if grep -v -e '^/usr/' -e '^/etc/udev/rules.d/64-btrfs.rules$' -e '^/etc/udev/rules.d/64-btrfs-dm.rules$' "$work/pkg.files"; then
+    fail "files outside /usr (above)"
+fi
+if grep -e '^/usr/libexec/' -e '^/usr/local/' -e '^/usr/sbin/' -e '/initramfs-tools/' "$work/pkg.files"; then
+    fail "files in a place Arch does not use, or Debian's initramfs-tools files (above)"
+fi
+bsdtar -xOf "$pkg" etc/udev/rules.d/64-btrfs.rules >"$work/64-btrfs.rules"
+grep -q '"/usr/bin/btrfs-scan-gate udev' "$work/64-btrfs.rules" || fail "the packaged rules do not call /usr/bin/btrfs-scan-gate"
+grep -q '"/usr/bin/udevadm trigger' "$work/64-btrfs.rules" || fail "the packaged rules do not call /usr/bin/udevadm"
+bsdtar -xOf "$pkg" usr/lib/systemd/system/btrfs-scan-gate.service | grep -qx 'ExecStart=/usr/bin/btrfs-scan-gate boot' ||
+    fail "the unit's ExecStart= is not /usr/bin/btrfs-scan-gate boot"
+bsdtar -xOf "$pkg" usr/lib/dracut/modules.d/90btrfs-scan-gate/module-setup.sh | grep -qx '    return 255' ||
+    fail "the dracut module is not opt-in (check() without return 255)"
 bsdtar -xOf "$pkg" .PKGINFO >"$work/PKGINFO"
-grep -q '^backup = etc/udev/rules.d/64-btrfs.rules' "$work/PKGINFO" || fail ".PKGINFO lacks the backup entry"
-echo "PASS: $(basename "$pkg"): $(wc -l <"$work/pkg.files") files, equal to the cmake --install manifest"
+# no backup=: an upgrade replaces the rules with the helper they call (no .pacnew drift)
+if grep '^backup = ' "$work/PKGINFO"; then fail ".PKGINFO has backup entries (above)"; fi
+for d in systemd systemd-libs util-linux-libs glibc; do
+    grep -qx "depend = $d" "$work/PKGINFO" || fail ".PKGINFO lacks 'depend = $d'"
+done
+echo "PASS: $(basename "$pkg"): $(wc -l <"$work/pkg.files") files, equal to the cmake --install manifest; depends $(sed -n 's/^depend = //p' "$work/PKGINFO" | tr '\n' ' ')"

@@ -37,9 +37,11 @@ for d in "${dirs[@]}"; do
         [ -e "$work/pc/${f##*/}" ] || ln -s "$f" "$work/pc/${f##*/}"
     done
 done
-[ -e "$work/pc/libudev.pc" ] && [ -e "$work/pc/blkid.pc" ] || fail "libudev.pc or blkid.pc not found on this host"
+for f in libudev.pc blkid.pc; do [ -e "$work/pc/$f" ] || fail "$f not found on this host"; done
 if [ "$pc" = debian12 ]; then
+    # shellcheck disable=SC2016 # pkg-config expands these
     printf 'Name: udev\nDescription: udev\nVersion: 252\n\nudev_dir=/lib/udev\nudevdir=${udev_dir}\n' >"$work/pc/udev.pc"
+    # shellcheck disable=SC2016 # pkg-config expands these
     printf '%s\n' 'prefix=/usr' 'root_prefix=' 'rootprefix=${root_prefix}' \
         'systemdsystemunitdir=${rootprefix}/lib/systemd/system' \
         'Name: systemd' 'Description: systemd System and Service Manager' 'Version: 252' >"$work/pc/systemd.pc"

@@ -28,6 +28,17 @@
 #   default auto: each flavour whose generator directory exists on the build machine.
 # Every flavour is also an install component of its own: `cmake --install BUILD --component dracut`.
 
+# A build directory configured before these defaults followed the prefix has the old absolute
+# defaults cached (/lib/udev, /lib/systemd/system, etc): forget those once, so that it gets the same
+# layout as a fresh one. Values given with -D are kept.
+foreach(_v BSG_UDEVDIR BSG_SYSTEMDSYSTEMUNITDIR BSG_RULES_OVERRIDE)
+    get_property(_help CACHE ${_v} PROPERTY HELPSTRING)
+    if(_help MATCHES "^(udev's directory \\(pkg-config|pkg-config systemd --variable|How the rules replace)")
+        message(STATUS "btrfs-scan-gate: forgetting ${_v}=${${_v}}, an old default cached in this build directory")
+        unset(${_v} CACHE)
+    endif()
+endforeach()
+
 set(BSG_UDEVDIR "" CACHE STRING
     "udev's directory; empty: pkg-config udev udevdir (else /usr/lib/udev), under the prefix unless the prefix is /usr")
 set(BSG_SYSTEMDSYSTEMUNITDIR "" CACHE STRING

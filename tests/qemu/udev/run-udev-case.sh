@@ -91,8 +91,9 @@ gate)
     unit=$(find "$stage" -name btrfs-scan-gate.service -type f | head -n 1)
     [ -n "$helper" ] && [ -n "$unit" ] ||
         { echo "run-udev-case: no helper or unit under $stage (cmake --install DESTDIR=$stage)" >&2; exit 1; }
-    for r in "$stage"/etc/udev/rules.d/*.rules "$stage"/lib/udev/rules.d/*.rules; do
-        [ -e "$r" ] && files="$files $r:${r#$stage}"
+    # the gate's rules wherever the build's prefix put them, in the guest's /etc/udev/rules.d
+    for r in "$stage"/etc/udev/rules.d/*.rules "$stage"/{lib,usr/lib,usr/local/lib}/udev/rules.d/*.rules; do
+        [ -e "$r" ] && files="$files $r:/etc/udev/rules.d/${r##*/}"
     done
     bins="$bins $helper"
     files="$files $helper:${helper#$stage} $unit:/lib/systemd/system/btrfs-scan-gate.service"

@@ -264,6 +264,7 @@ qemu_make_disks() {
         btrfstune -M ${u}33 "$d/disk3.img"
         mkfs.btrfs -q -f -L fsidchange -U ${u}04 "$d/disk4.img"
         _qemu_sb_edit "$d/disk4.img" 65536 flags_or=$((1 << 36))
+        _qemu_sb_edit "$d/disk4.img" $((64 << 20)) flags_or=$((1 << 36))   # the first mirror too, as btrfstune -m leaves it
         mkfs.btrfs -q -f -L raid -d raid1 -m raid1 -U ${u}05 "$d/disk5.img" "$d/disk6.img"
         btrfs inspect-internal dump-super "$d/disk4.img"
         serials=(single spare seed metauuid fsidchange raid-a raid-b)

@@ -53,7 +53,7 @@ for opts in virtual_fsid ""; do
 			fail "/dev/vda mounted next to its mounted clone (same instance as vdb's: $same, shows vdb's file: $seen): stale dev_t, what 9f7eb8405dcb fixes upstream"
 		fi
 		grep -q ' /a ' /proc/self/mounts && fail "/dev/vda mounted on /a next to its clone"
-		klog_has "device /dev/slot is [0-9]+:[0-9]+ at open, was [0-9]+:[0-9]+ when scanned" \
+		klog_has "device /dev/slot maj:min changed from [0-9]+:[0-9]+ to [0-9]+:[0-9]+" \
 			"the dev_t refresh at open did not run"
 	fi
 	must umount /b

@@ -32,8 +32,8 @@ for stick in vdb vdc; do
 	must umount /a
 	since
 	[ "$rc" -ne 0 ] || fail "btrfs device scan /dev/$stick succeeded: the crafted device was registered"
-	since | grep -q "BTRFS error: device /dev/$stick has an unfinished fsid change, not registered" ||
-		fail "no 'unfinished fsid change' line for /dev/$stick"
+	since | grep -q "BTRFS error: device /dev/$stick has incomplete metadata_uuid change, not registered" ||
+		fail "no 'incomplete metadata_uuid change' line for /dev/$stick"
 	[ "$(sum /dev/$stick)" = "$before" ] || fail "/dev/$stick was written"
 	must btrfs device scan --forget
 done

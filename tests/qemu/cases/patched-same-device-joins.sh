@@ -7,7 +7,7 @@
 # without it (issue 19, bug 4): `mount -o virtual_fsid` of a device open in a plain mount is
 # refused (EINVAL, one line), as `mount -o remount,virtual_fsid` of that mount is; v3 joined
 # and logged "virtual_fsid ignored". A plain mount of the twin while vda is mounted with
-# virtual_fsid logs one warning (the pair could be one storage under two device numbers). Proof: one st_dev per instance (and per subvolume), the /sys/fs/btrfs entry count,
+# virtual_fsid is refused with EEXIST (the pair could be one storage under two device numbers). Proof: one st_dev per instance (and per subvolume), the /sys/fs/btrfs entry count,
 # files written through each mount are visible through the others and after a remount, and
 # `btrfs check` is clean afterwards.
 . /lib/guest-lib.sh
@@ -29,6 +29,19 @@ round() {
 	log "round: vda first -o ${o1:-<none>}, again -o ${o2:-<none>}; twin vdb -o ${ot:-<none>}"
 	mark
 	must mount -t btrfs ${o1:+-o $o1} /dev/vda /a
+	if [ "$o1" = virtual_fsid ]; then
+		# a copy of a mounted virtual_fsid filesystem is mounted only with the option
+		# (it could be the same storage under another device number): EEXIST, one line
+		mark
+		if mount -t btrfs /dev/vdb /v 2>/tmp/err; then
+			umount /v
+			fail "plain mount of the twin vdb while vda is mounted with virtual_fsid succeeded"
+		fi
+		cat /tmp/err
+		grep -q 'File exists' /tmp/err || fail "plain mount of the twin vdb: not EEXIST"
+		n=$(since | grep -c "BTRFS error: device /dev/vdb is devid 1 of the mounted virtual_fsid filesystem")
+		[ "$n" -eq 1 ] || fail "$n refusal lines for the plain twin vdb, expected 1"
+	fi
 	must mount -t btrfs ${ot:+-o $ot} /dev/vdb /v
 	must mount -t btrfs ${o2:+-o $o2} /dev/vda /b
 	must mount -t btrfs -o subvol=sv${o2:+,$o2} /dev/vda /s
@@ -40,14 +53,6 @@ round() {
 	[ "$(dev /bind)" = "$(dev /a)" ] || fail "bind mount has another st_dev"
 	[ "$(dev /s)" = "$(dev /a/sv)" ] || fail "subvol mount is another instance (st_dev $(dev /s) != $(dev /a/sv))"
 	[ "$(dev /v)" != "$(dev /a)" ] || fail "the twin vdb joined vda's instance"
-	# a plain registration of the on-disk fsid of a mounted virtual_fsid filesystem is
-	# warned about (one virtual_fsid mount loses the EEXIST of one storage under two numbers)
-	n=$(since | grep -c "BTRFS warning: device /dev/vdb has the fsid $QFSID of a mounted virtual_fsid filesystem")
-	if [ "$o1" = virtual_fsid ] && [ -z "$ot" ]; then
-		[ "$n" -eq 1 ] || fail "$n warnings for the plain twin vdb of the virtual_fsid vda, expected 1"
-	else
-		[ "$n" -eq 0 ] || fail "$n twin warnings for vdb, expected none"
-	fi
 	# a file written through each mount, read through every other
 	tag="$o1-$o2"
 	echo "a $tag" >/a/fa
@@ -81,7 +86,7 @@ round() {
 	must btrfs device scan --forget
 }
 
-round virtual_fsid "" ""
+round virtual_fsid "" virtual_fsid
 round "" "" virtual_fsid
 
 log "virtual_fsid for a device open in a plain mount: refused, as the remount is"

@@ -6,8 +6,8 @@
 #    ready DEV`) of a listed device return 0, log one line, and register nothing;
 #  - matching is by device identity: a listed symlink matches a scan of the node, a listed node
 #    matches a scan through another node with the same major:minor, and vice versa; an unlisted
-#    device is still registered; a path listed before it exists matches once it does; for a
-#    path the kernel cannot resolve (node on a nodev tmpfs) the exact string is the fallback;
+#    device is still registered; a path listed before it exists matches once it does; a listed
+#    path the kernel cannot resolve (node on a nodev tmpfs, no such file) fails as on stock;
 #  - a mount of a listed device still scans and mounts it;
 #  - bad values are refused with EINVAL, one log line, and the previous list kept: empty
 #    entries ("/a,,/b", ",", "a,,b"), relative paths, a value over 4095 bytes, an entry over
@@ -97,11 +97,20 @@ must mknod /dev/late-b b $(majmin vdb)
 skipped /dev/late-b /dev/late-b
 must setp /dev/vdb
 skipped /dev/late-b /dev/vdb
-# a node the kernel cannot look up (nodev mount): only the string can match
+# a listed path that is no block device the kernel can look up (a node on a nodev mount, a
+# path that does not exist) is scanned as without the list: it fails as on stock, not skipped
 must mount -t tmpfs -o nodev nd /nd
 must mknod /nd/b b $(majmin vdb)
-must setp /nd/b
-skipped /nd/b /nd/b
+for p in /nd/b /dev/does-not-exist; do
+	must setp $p
+	sleep 0.6
+	mark
+	if btrfs device scan $p; then
+		since
+		fail "scan of the listed $p succeeded: it is no block device (stock fails)"
+	fi
+	since | grep -q 'skip_scan: not registering' && fail "scan of the listed $p was skipped"
+done
 must setp /dev/vdb
 mark
 if btrfs device scan /nd/b; then

@@ -4,7 +4,7 @@ FS = "7e57ba0d-0000-4000-8000-000000000001"
 D = "--dry-run udev $DEV"
 cases = [
 # name, setup, args, status, stderr, stdout, seconds
-("usage-no-command", "-", "-", 2, "missing command (udev, boot, reconcile, status)", "-", 10),
+("usage-no-command", "-", "-", 2, "missing command (udev, trust, boot, reconcile, status)", "-", 10),
 ("usage-unknown-command", "-", "frobnicate", 2, "unknown command 'frobnicate'", "-", 10),
 ("usage-udev-no-devnode", "-", "udev", 2, "udev: expected exactly one DEVNODE", "-", 10),
 ("usage-udev-two-devnodes", "-", "udev $DEV $DEV", 2, "udev: expected exactly one DEVNODE", "-", 10),

@@ -3,6 +3,7 @@
  * the protection verdict's inputs. */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,8 @@ static bool modules_installed(const char *release)
                 if (access(p, F_OK) == 0)
                         return true;
         }
-        return false;
+        /* the kernel image itself (the dkms package's kernels.sh counts it too) */
+        return (size_t)snprintf(p, sizeof(p), "/boot/vmlinuz-%s", release) < sizeof(p) && access(p, F_OK) == 0;
 }
 
 bool bsg_kernel_module_patched(const char *m)
@@ -159,10 +161,20 @@ void protection_check(const struct ctx *c, const char *computed, const char *cur
                 } else if (!in.patched_other && bsg_kernel_module_patched(k[i].btrfs_module))
                         in.patched_other = k[i].release;
         }
+        /* the dkms package's source (dkms.conf under /usr/src/btrfs-scan-gate-VERSION): the kernel half
+         * is installed, whether or not it built for any kernel */
+        glob_t g = {0};
+        if (glob("/usr/src/btrfs-scan-gate-*/dkms.conf", GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0) {
+                char *slash = strrchr(g.gl_pathv[0], '/');
+                if (slash)
+                        *slash = '\0';
+                in.dkms_source = g.gl_pathv[0];
+        }
         if (check_list && c->caps.skip_scan) {
                 in.n_missing = bsg_skip_list_missing(computed, current, first, sizeof(first));
                 in.first_missing = first;
         }
         bsg_protection_decide(&in, ret);
+        globfree(&g);
         bsg_kernels_free(k, n);
 }

@@ -104,7 +104,7 @@ void bsg_protection_decide(const struct bsg_protection_input *in, struct bsg_pro
                          "protected: kernel %s has temp-fsid (6.7 and later) and mounts clones itself; the gate "
                          "still scans no inactive clone and gives it no /dev/disk link",
                          running);
-        } else if (in->running_patched || in->patched_other) {
+        } else if (in->running_patched || in->patched_other || in->dkms_source) {
                 v.state = BSG_PROTECTION_MODULE_NOT_RUNNING;
                 v.failed = true;
                 if (!in->control) {
@@ -124,6 +124,19 @@ void bsg_protection_decide(const struct bsg_protection_input *in, struct bsg_pro
                                  "rebuild the initramfs (`update-initramfs -u`, `dracut -f` or `mkinitcpio -P`) "
                                  "and reboot; `modinfo -n btrfs` must name updates/; under Secure Boot an unsigned "
                                  "module is refused: `dmesg | grep -i btrfs`, `mokutil --sb-state`");
+                } else if (!in->patched_other) {
+                        /* the dkms package is installed and built for no kernel: every refusal (Secure
+                         * Boot without an enrolled key, no headers, no source) ends here */
+                        snprintf(v.verdict, sizeof(v.verdict),
+                                 "NOT PROTECTED: btrfs-scan-gate-dkms is installed but built no patched btrfs "
+                                 "module for the running kernel %s (nor for any other)",
+                                 running);
+                        snprintf(v.fix, sizeof(v.fix),
+                                 "`%s/kernels.sh` says why each kernel lacks it (Secure Boot without an enrolled "
+                                 "key, missing headers, not a Debian 6.1 kernel); after fixing that, `dkms "
+                                 "autoinstall -k %s` and reboot; or remove btrfs-scan-gate-dkms to run the helper "
+                                 "alone",
+                                 in->dkms_source, running);
                 } else {
                         snprintf(v.verdict, sizeof(v.verdict),
                                  "NOT PROTECTED: the patched btrfs module is installed for %s but not for the "

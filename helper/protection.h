@@ -23,6 +23,7 @@ struct bsg_protection_input {
         const char *running;     /* uname -r; "" when unknown */
         bool running_patched;    /* /lib/modules/<running>/updates{,/dkms}/btrfs.ko* exists */
         const char *patched_other; /* another installed kernel with such a module, or NULL */
+        const char *dkms_source; /* btrfs-scan-gate-dkms's source directory (the package is installed), or NULL */
         size_t n_listed;         /* devices in the computed skip list */
         size_t n_missing;        /* of those, absent from the kernel's list (when skip_scan exists) */
         const char *first_missing; /* one of them, for the message */

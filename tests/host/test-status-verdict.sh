@@ -8,12 +8,14 @@
 #     first line is "NOT PROTECTED: ..." with a "fix:" line, status and boot exit 4, which the unit
 #     file does not declare a success: the unit fails (`systemctl --failed` lists it);
 #   - skip_scan present but lacking a device decided skip: "NOT PROTECTED", exit 4; with it: protected;
+#   - btrfs-scan-gate-dkms installed but built for no kernel: NOT PROTECTED, exit 4;
 #   - a kernel with temp-fsid (6.7+): protected, whatever modules are installed.
 # The unit is judged from its declared success codes (SuccessExitStatus= in the built unit file),
 # not by starting it: this host does not run systemd as PID 1. boot runs with --dry-run (the host's
 # kernel registry is left alone; the verdict and the exit code are the same).
 # Runs in a private mount namespace: /run a tmpfs, /lib/modules an overlay, /sys/fs/btrfs/features
-# and /sys/module replaced by directories the test fills (the host's are untouched).
+# and /sys/module replaced by directories the test fills, /usr/src a tmpfs for one case (the host's are
+# untouched).
 # env: BSG_HELPER, BSG_UNIT (the built btrfs-scan-gate.service), TMPDIR.
 set -euo pipefail
 helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
@@ -115,6 +117,20 @@ run other-boot --dry-run boot
 kernels "6.1.0-97-amd64:updates" "$rel:in-tree"
 run prebuilt status
 [ "$rc" = 4 ] || { show prebuilt; fail "prebuilt module for another kernel: status exited $rc, not 4"; }
+
+# 3b. btrfs-scan-gate-dkms installed (its source under /usr/src) but built for no kernel: every
+# refused build (Secure Boot without a key, no headers) ends so
+kernels "$rel:in-tree" "6.1.0-98-amd64:in-tree"
+mount -t tmpfs -o mode=0755 bsg-verdict-src /usr/src
+mkdir -p /usr/src/btrfs-scan-gate-9.9
+: >/usr/src/btrfs-scan-gate-9.9/dkms.conf
+run dkms-none status
+[ "$rc" = 4 ] || { show dkms-none; fail "dkms installed, no module built: status exited $rc, not 4"; }
+first_line dkms-none "^NOT PROTECTED: btrfs-scan-gate-dkms is installed but built no patched btrfs module for the running kernel $rel"
+grep -q '^fix: `/usr/src/btrfs-scan-gate-9.9/kernels.sh`' "$work/dkms-none.out" || { show dkms-none; fail "no kernels.sh fix"; }
+run dkms-none-boot --dry-run boot
+[ "$rc" = 4 ] && ! unit_ok "$rc" || { show dkms-none-boot; fail "boot exited $rc: the unit would not fail"; }
+umount /usr/src
 
 # 4. upstream temp-fsid: protected whatever is installed
 mount --bind "$work/features-temp" /sys/fs/btrfs/features

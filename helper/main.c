@@ -35,7 +35,7 @@ static void help(void)
                "       btrfs-scan-gate [OPTIONS] reconcile\n"
                "       btrfs-scan-gate [OPTIONS] trust DEVNODE\n"
                "       btrfs-scan-gate [OPTIONS] status [--json]\n"
-               "       btrfs-scan-gate --help | --version\n"
+               "       btrfs-scan-gate -h | --help | -V | --version\n"
                "\n"
                "Decides which btrfs devices the kernel may scan, so that A/B slot clones (the same fsid)\n"
                "never race each other into the kernel's device list.\n"
@@ -54,9 +54,10 @@ static void help(void)
                "                 on the disk the boot names (LoaderDevicePartUUID, steamos.efi=,\n"
                "                 root=PARTUUID=, RAUC device=), named by trusted_disk=, or, where the boot\n"
                "                 names no disk, fixed storage (the fallback)\n"
-               "  status         every btrfs device, its decision and reason, the kernel's capabilities,\n"
-               "                 where trust came from (boot disk, boot disk ambiguous, trusted_disk= only\n"
-               "                 or fallback)\n"
+               "  status         first line: the verdict (protected by the skip list or by temp-fsid, helper\n"
+               "                 only, or NOT PROTECTED with the reason and the fix); then every btrfs\n"
+               "                 device, its decision and reason, the kernel's capabilities, the installed\n"
+               "                 kernels' btrfs modules, where trust came from\n"
                "\n"
                "Options (before the command's operands; DEVNODE ends them):\n"
                "  --dry-run            decide and print, touch nothing (no ioctl, no skip list, no state)\n"
@@ -69,12 +70,17 @@ static void help(void)
                "  --print-cmdline      (boot) also print 'btrfs.skip_scan=...' for the kernel command line\n"
                "                       (both name partitions PARTUUID=..., stable across boots)\n"
                "  --json               (status) JSON output\n"
-               "  -h, --help, --version\n"
+               "  -h, --help           this text\n"
+               "  -V, --version        the version\n"
                "\n"
-               "Exit status: 0 success (udev: always, problems are in BTRFS_SCAN_GATE_ERROR=); 1 failure of\n"
-               "boot, reconcile or status (also: not run as root); 2 usage error; 3 (boot, status) decided,\n"
-               "but the configuration has errors or the kernel cannot apply the skip list (boot: not\n"
-               "for a list only written with --write-modprobe or --print-cmdline). See btrfs-scan-gate(8).\n");
+               "Exit status: 0 success (udev: always, problems are in BTRFS_SCAN_GATE_ERROR=); 1 failure\n"
+               "of boot, reconcile or status, trust of a DEVNODE that is no block device, or not run as\n"
+               "root; 2 usage error;\n"
+               "3 (boot, status) decided, but the running btrfs module takes no skip list (the helper\n"
+               "alone on a stock kernel) or the configuration has errors: the unit does not fail;\n"
+               "4 (boot, reconcile, status) NOT PROTECTED: a patched btrfs module is installed but the\n"
+               "running kernel does not have it, or the kernel's skip list lacks devices decided skip:\n"
+               "the unit fails. See btrfs-scan-gate(8).\n");
 }
 
 static int parse_seconds(const char *opt, const char *arg, double *ret)
@@ -99,14 +105,13 @@ static int parse_options(int argc, char **argv, struct ctx *c)
                 ARG_TIMEOUT,
                 ARG_READ_TIMEOUT,
                 ARG_LOCK_TIMEOUT,
-                ARG_VERSION,
                 ARG_JSON,
                 ARG_MODPROBE,
                 ARG_CMDLINE,
         };
         static const struct option options[] = {
                 {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, ARG_VERSION},
+                {"version", no_argument, NULL, 'V'},
                 {"dry-run", no_argument, NULL, ARG_DRY_RUN},
                 {"config", required_argument, NULL, ARG_CONFIG},
                 {"timeout", required_argument, NULL, ARG_TIMEOUT},
@@ -119,12 +124,12 @@ static int parse_options(int argc, char **argv, struct ctx *c)
                 {}};
         int opt;
 
-        while ((opt = getopt_long(argc, argv, "+hv", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "+hvV", options, NULL)) >= 0)
                 switch (opt) {
                 case 'h':
                         help();
                         return 0;
-                case ARG_VERSION:
+                case 'V':
                         printf("btrfs-scan-gate %s\n", BSG_VERSION);
                         return 0;
                 case ARG_DRY_RUN:
@@ -178,7 +183,7 @@ int main(int argc, char **argv)
         if (r <= 0)
                 return r < 0 ? 2 : 0;
         if (optind >= argc) {
-                log_msg("missing command (udev, boot, reconcile, status); see --help");
+                log_msg("missing command (udev, trust, boot, reconcile, status); see --help");
                 return 2;
         }
         const char *verb = argv[optind];
@@ -223,11 +228,39 @@ int main(int argc, char **argv)
                 log_msg("%s: option not valid for this command; see --help", verb);
                 return 2;
         }
-        /* status, boot and reconcile read every block device and the kernel's state: as another user
-         * they would print a table of "unreadable" and "not ready" that is not the system's */
-        if (c.verb != VERB_UDEV && geteuid() != 0) {
-                log_msg("%s: needs root (reads every block device and the kernel's btrfs state)", verb);
-                return 1;
+        /* as another user each verb would answer for a system it cannot see or change: refused, with
+         * what the verb needs root for */
+        if (geteuid() != 0) {
+                const char *why = NULL;
+                switch (c.verb) {
+                case VERB_BOOT:
+                        why = "reads every block device, writes the kernel's skip list and the inventory in "
+                              "/run/btrfs-scan-gate";
+                        break;
+                case VERB_RECONCILE:
+                        why = "takes the inventory's lock in /run/btrfs-scan-gate and changes the kernel's skip "
+                              "list and registrations; it reads no device";
+                        break;
+                case VERB_STATUS:
+                        why = "reads every block device's superblock and the kernel's btrfs state";
+                        break;
+                case VERB_TRUST:
+                        why = "reads the inventory in /run/btrfs-scan-gate, which holds the boot's anchor; as "
+                              "another user the answer would not be the system's";
+                        break;
+                default:
+                        break;
+                }
+                if (why) {
+                        log_msg("%s: needs root (%s)", verb, why);
+                        return 1;
+                }
+                /* udev as another user (a person trying the rules' command): it cannot take the lock or
+                 * act, so it decides only and says so instead of reporting actions it did not take */
+                if (!c.dry_run)
+                        log_msg("udev: not root: decides only, as with --dry-run (no lock, no scan, no skip "
+                                "list, no inventory)");
+                c.dry_run = true;
         }
         c.read_deadline = bsg_now_usec() + (uint64_t)(c.read_timeout * 1e6);
 

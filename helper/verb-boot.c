@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "installed.h"
 #include "log.h"
 #include "skiplist.h"
 #include "util.h"
@@ -79,17 +80,33 @@ int run_boot(struct ctx *c)
         }
         if (c->print_cmdline && stable)
                 printf("btrfs.skip_scan=%s\n", stable);
-        plan_done(&p);
-        if (lock_fd >= 0)
-                close(lock_fd);
-        /* 3: decided, but not in force as decided (the unit's SuccessExitStatus=3: an unpatched kernel
-         * must not leave a failed unit behind, which updaters' health checks read as a bad boot) */
-        if (ret == 0 && config_has_errors(c))
-                log_msg("the configuration has errors (see above): decided on what remained");
         /* a list written for another boot (--write-modprobe, --print-cmdline: an image build on another
          * kernel) is in force there, not here: only configuration errors make it 3 */
         bool for_this_kernel = !c->write_modprobe && !c->print_cmdline;
-        if (ret == 0 && ((cannot && for_this_kernel) || config_has_errors(c)))
+        struct bsg_protection prot = {0};
+        if (for_this_kernel) {
+                _cleanup_free_ char *current = NULL;
+                bool acted = !c->dry_run && lock_fd >= 0;
+                if (acted && c->caps.skip_scan)
+                        (void)bsg_skip_scan_read(&current);
+                protection_check(c, p.skip_list, current, acted, &prot);
+                if (prot.failed)
+                        log_msg("%s; fix: %s", prot.verdict, prot.fix);
+                if (!c->dry_run)
+                        bsg_log_journal(prot.failed ? LOG_ERR : LOG_NOTICE, prot.verdict);
+        }
+        plan_done(&p);
+        if (lock_fd >= 0)
+                close(lock_fd);
+        /* 4: the protection this system is set up for is not in force (a patched module installed but not
+         * running, a list the kernel did not take): the unit fails. 3: decided, but the kernel takes no
+         * skip list (the helper alone on a stock module: a stated mode) or the configuration has errors:
+         * the unit's SuccessExitStatus=3 */
+        if (ret == 0 && config_has_errors(c))
+                log_msg("the configuration has errors (see above): decided on what remained");
+        if (ret == 0 && prot.failed)
+                ret = 4;
+        else if (ret == 0 && ((cannot && for_this_kernel) || config_has_errors(c)))
                 ret = 3;
         return ret;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "installed.h"
 #include "skiplist.h"
 #include "util.h"
 
@@ -63,6 +64,19 @@ int run_reconcile(struct ctx *c)
                         printf("errors=%s\n", c->errors);
         } else
                 ret = 1;
+        /* 4: done, but the protection this system is set up for is not in force (the same verdict as
+         * boot's and status's first line) */
+        struct bsg_protection prot;
+        _cleanup_free_ char *current = NULL;
+        bool acted = !c->dry_run && lock_fd >= 0;
+        if (acted && c->caps.skip_scan)
+                (void)bsg_skip_scan_read(&current);
+        protection_check(c, p.skip_list, current, acted, &prot);
+        if (prot.failed) {
+                log_msg("%s; fix: %s", prot.verdict, prot.fix);
+                if (ret == 0)
+                        ret = 4;
+        }
         plan_done(&p);
         if (lock_fd >= 0)
                 close(lock_fd);

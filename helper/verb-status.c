@@ -4,16 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "gate.h"
+#include "installed.h"
 #include "json.h"
 #include "superblock.h"
 #include "util.h"
@@ -80,90 +77,6 @@ static void json_list(const char *list)
         putchar(']');
 }
 
-/* Which btrfs module each installed kernel would load (issue 20 item 2): "dkms" (a btrfs.ko under
- * updates/dkms, which modprobe prefers: btrfs-scan-gate-dkms's patched module), "updates" (updates/btrfs.ko:
- * the prebuilt btrfs-scan-gate-modules-ABI package's), "in-tree", "built-in",
- * or NULL (none found). Reads /lib/modules only; never loads anything. */
-static bool exists_any(const char *dir, const char *base)
-{
-        static const char *const ext[] = {"", ".xz", ".zst", ".gz"};
-        char p[PATH_MAX];
-        for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-                if ((size_t)snprintf(p, sizeof(p), "%s/%s%s", dir, base, ext[i]) >= sizeof(p))
-                        continue;
-                if (access(p, F_OK) == 0)
-                        return true;
-        }
-        return false;
-}
-
-static const char *kernel_btrfs_module(const char *release)
-{
-        char dir[PATH_MAX];
-        _cleanup_free_ char *builtin = NULL;
-
-        snprintf(dir, sizeof(dir), "/lib/modules/%s", release);
-        if (exists_any(dir, "updates/dkms/btrfs.ko"))
-                return "dkms";
-        if (exists_any(dir, "updates/btrfs.ko"))
-                return "updates";
-        if (exists_any(dir, "kernel/fs/btrfs/btrfs.ko"))
-                return "in-tree";
-        snprintf(dir, sizeof(dir), "/lib/modules/%s/modules.builtin", release);
-        if (bsg_read_file(dir, 1 << 20, &builtin, NULL) >= 0 && strstr(builtin, "kernel/fs/btrfs/btrfs.ko"))
-                return "built-in";
-        return NULL;
-}
-
-static int release_order(const void *a, const void *b)
-{
-        return strverscmp(*(char *const *)b, *(char *const *)a); /* newest first */
-}
-
-static void kernels_free(char **v, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                free(v[i]);
-        free(v);
-}
-
-/* The installed kernels (names under /lib/modules), newest first; *ret_n of them. NULL if none. */
-static char **installed_kernels(size_t *ret_n)
-{
-        DIR *d = opendir("/lib/modules");
-        struct dirent *de;
-        char **v = NULL;
-        size_t n = 0;
-
-        *ret_n = 0;
-        if (!d)
-                return NULL;
-        while ((de = readdir(d))) {
-                char p[PATH_MAX];
-                struct stat st;
-                if (de->d_name[0] == '.')
-                        continue;
-                snprintf(p, sizeof(p), "/lib/modules/%s", de->d_name);
-                if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-                        continue;
-                char **nv = realloc(v, (n + 1) * sizeof(*v));
-                if (nv)
-                        v = nv;
-                if (!nv || !(v[n] = strdup(de->d_name))) {
-                        kernels_free(v, n); /* out of memory: the list is left out, nothing else */
-                        v = NULL;
-                        n = 0;
-                        break;
-                }
-                n++;
-        }
-        closedir(d);
-        if (n)
-                qsort(v, n, sizeof(*v), release_order);
-        *ret_n = n;
-        return v;
-}
-
 static const char *json_bool(bool v)
 {
         return v ? "true" : "false";
@@ -194,18 +107,25 @@ int run_status(struct ctx *c)
         bool have_current = bsg_skip_scan_read(&current) >= 0;
         const char *slot = c->have_active_slot ? c->active_slot : "";
         const char *cannot = kernel_cannot_apply(c, list);
-        struct utsname uts;
+        struct bsg_kernel *kernels = NULL;
         size_t n_kernels = 0;
-        char **kernels = installed_kernels(&n_kernels);
-        if (uname(&uts) < 0)
-                uts.release[0] = '\0';
+        if (bsg_kernels_list(&kernels, &n_kernels) < 0)
+                n_kernels = 0; /* out of memory: the list is left out, nothing else */
+        struct bsg_protection prot;
+        protection_check(c, list, have_current ? current : NULL, true, &prot);
         bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {
                 /* format 1: lists are arrays, what is not known is null, devices sorted by name */
-                printf("{\n  \"format\": 1,\n  \"version\": \"%s\",\n  \"kernel\": {\"control\": %s, "
+                printf("{\n  \"format\": 1,\n  \"version\": \"%s\",\n  \"verdict\": {\"state\": \"%s\", \"ok\": %s, "
+                       "\"text\": ",
+                       BSG_VERSION, bsg_protection_state_name(prot.state), json_bool(!prot.failed));
+                json_str(prot.verdict);
+                printf(", \"fix\": ");
+                json_str_or_null(prot.fix);
+                printf("},\n  \"kernel\": {\"control\": %s, "
                        "\"skip_scan\": %s, \"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
-                       BSG_VERSION, json_bool(c->caps.control),
+                       json_bool(c->caps.control),
                        c->caps.skip_scan || loaded ? json_bool(c->caps.skip_scan) : "null",
                        c->caps.skip_scan ? json_bool(c->caps.skip_scan_writable) : "null",
                        loaded ? json_bool(c->caps.virtual_fsid) : "null",
@@ -223,9 +143,10 @@ int run_status(struct ctx *c)
                 printf(",\n  \"kernels\": [");
                 for (size_t i = 0; i < n_kernels; i++) {
                         printf("%s{\"release\": ", i ? ", " : "");
-                        json_str(kernels[i]);
-                        printf(", \"running\": %s, \"btrfs_module\": ", json_bool(streq(kernels[i], uts.release)));
-                        json_str(kernel_btrfs_module(kernels[i]));
+                        json_str(kernels[i].release);
+                        printf(", \"running\": %s, \"modules_installed\": %s, \"btrfs_module\": ",
+                               json_bool(kernels[i].running), json_bool(kernels[i].installed));
+                        json_str(kernels[i].btrfs_module);
                         putchar('}');
                 }
                 printf("]");
@@ -301,6 +222,11 @@ int run_status(struct ctx *c)
                 }
                 printf("\n  ]\n}\n");
         } else {
+                /* the verdict first: one line a person or a health check reads without comparing lists */
+                printf("%s%s\n", prot.verdict,
+                       !prot.failed && config_has_errors(c) ? " (the configuration has errors: see below)" : "");
+                if (prot.fix[0])
+                        printf("fix: %s\n", prot.fix);
                 printf("kernel: control %s, skip_scan %s, virtual_fsid %s, temp_fsid %s\n",
                        c->caps.control ? "present" : "absent (btrfs not loaded)",
                        !c->caps.skip_scan ? "absent (unpatched)" : c->caps.skip_scan_writable ? "writable" : "read-only",
@@ -308,10 +234,11 @@ int run_status(struct ctx *c)
                 printf("skip_scan (current): %s\n", have_current ? current : "(absent)");
                 printf("skip_scan (computed): %s%s\n", list, cannot ? " (the kernel cannot apply it)" : "");
                 for (size_t i = 0; i < n_kernels; i++) {
-                        const char *m = kernel_btrfs_module(kernels[i]);
-                        printf("%s %s%s: %s\n", i ? "        " : "kernels:", kernels[i],
-                               streq(kernels[i], uts.release) ? " (running)" : "",
-                               !m                   ? "no btrfs module found"
+                        const char *m = kernels[i].btrfs_module;
+                        printf("%s %s%s: %s\n", i ? "        " : "kernels:", kernels[i].release,
+                               kernels[i].running ? " (running)" : "",
+                               !kernels[i].installed ? "no modules installed under /lib/modules"
+                               : !m                   ? "no btrfs module found"
                                : streq(m, "dkms")   ? "btrfs from updates/dkms (btrfs-scan-gate-dkms: patched)"
                                : streq(m, "updates") ? "btrfs from updates (btrfs-scan-gate-modules: patched)"
                                : streq(m, "in-tree") ? "in-tree btrfs (unpatched: no virtual_fsid, no skip_scan)"
@@ -348,11 +275,15 @@ int run_status(struct ctx *c)
                                bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason), csum);
                 }
         }
-        kernels_free(kernels, n_kernels);
-        /* exit 3: decided, but not in force as decided; the messages say why */
-        if (cannot)
+        bsg_kernels_free(kernels, n_kernels);
+        /* exit 4: the protection this system is set up for is not in force (the verdict says why and
+         * the fix); 3: decided, but the kernel takes no skip list (helper only) or the configuration has
+         * errors; the messages say which */
+        if (prot.failed)
+                log_msg("status: %s", prot.verdict);
+        else if (cannot)
                 log_msg("status: the kernel cannot apply the skip list: %s", cannot);
         if (config_has_errors(c))
                 log_msg("status: the configuration has errors (see above): decided on what remained");
-        return cannot || config_has_errors(c) ? 3 : 0;
+        return prot.failed ? 4 : cannot || config_has_errors(c) ? 3 : 0;
 }

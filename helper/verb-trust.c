@@ -3,8 +3,10 @@
  * is it trusted storage? Prints BTRFS_SCAN_GATE_TRUSTED=1|0 and, for untrusted storage that carries
  * a trusted device's partition name, PARTUUID, filesystem UUID or label, UDISKS_IGNORE=1. Reads sysfs,
  * the configuration and udev's database; never opens the device, takes no lock, changes nothing. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <strings.h>
 
@@ -69,9 +71,30 @@ static bool impersonates_trusted(const struct ctx *c, dev_t self)
         return found;
 }
 
+/* DEVNODE names a block device: its node, or udev's event for it (DEVNAME, MAJOR, MINOR: the node can
+ * be gone by the time a rule runs). 0, or -errno (-ENOTBLK: something else is there). */
+static int check_devnode(const char *devnode)
+{
+        struct stat st;
+        const char *env = getenv("DEVNAME");
+
+        if (env && streq(env, devnode) && !isempty(getenv("MAJOR")) && !isempty(getenv("MINOR")))
+                return 0;
+        if (stat(devnode, &st) < 0)
+                return -errno;
+        return S_ISBLK(st.st_mode) ? 0 : -ENOTBLK;
+}
+
 int run_trust(struct ctx *c)
 {
-        int r = gather_trust(c);
+        int r = check_devnode(c->devnode);
+
+        if (r < 0) {
+                /* a person's typo: said, never answered as if it were a device (untrusted or not) */
+                log_msg("trust: %s: %s", c->devnode, r == -ENOTBLK ? "not a block device" : strerror(-r));
+                return 1;
+        }
+        r = gather_trust(c);
 
         if (r < 0) {
                 /* nothing known of it: untrusted (fail closed) */

@@ -60,8 +60,11 @@ static void act(struct ctx *c, size_t target, int lock_fd, int *ret_ready)
 }
 
 /* One line for each verdict that keeps crafted or doubtful media out (issue 10). */
-static void log_security_reason(const struct entry *t)
+static void log_security_reason(const struct entry *t, bool acting)
 {
+        /* what a run that takes no lock (dry run, not root, lock timeout) did not do, it does not claim */
+        const char *listed = acting ? "listed in skip_scan" : "to be listed in skip_scan (not done by this run)";
+
         switch (t->v.reason) {
         case BSG_REASON_REMOVABLE_CLONE:
                 log_msg("%s: removable device carries the fsid of internal storage: never scanned, no slot, no links",
@@ -97,13 +100,12 @@ static void log_security_reason(const struct entry *t)
                         t->devnode);
                 break;
         case BSG_REASON_UNREADABLE:
-                log_msg("%s: superblock unreadable and never read before: listed in skip_scan, never scanned",
-                        t->devnode);
+                log_msg("%s: superblock unreadable and never read before: %s, never scanned", t->devnode, listed);
                 break;
         case BSG_REASON_UNTRUSTED:
-                log_msg("%s: not trusted storage: listed in skip_scan, never scanned (mount it with device=, or "
+                log_msg("%s: not trusted storage: %s, never scanned (mount it with device=, or "
                         "`btrfs device scan` it first)",
-                        t->devnode);
+                        t->devnode, listed);
                 break;
         default:
                 break;
@@ -288,7 +290,7 @@ int run_udev(struct ctx *c)
                         "skip_scan, not scanned", t->devnode, BSG_PATH_NAME_MAX);
         if (t->v.reason == BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED)
                 log_msg("%s: removable device carries the fsid of a mounted filesystem: never scanned", t->devnode);
-        log_security_reason(t);
+        log_security_reason(t, acting);
 
         if (c->dry_run) {
                 if (t->v.decision != BSG_IGNORE)

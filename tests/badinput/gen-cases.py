@@ -4,7 +4,7 @@ FS = "7e57ba0d-0000-4000-8000-000000000001"
 D = "--dry-run udev $DEV"
 cases = [
 # name, setup, args, status, stderr, stdout, seconds
-("usage-no-command", "-", "-", 2, "missing command (udev, boot, reconcile, status)", "-", 10),
+("usage-no-command", "-", "-", 2, "missing command (udev, trust, boot, reconcile, status)", "-", 10),
 ("usage-unknown-command", "-", "frobnicate", 2, "unknown command 'frobnicate'", "-", 10),
 ("usage-udev-no-devnode", "-", "udev", 2, "udev: expected exactly one DEVNODE", "-", 10),
 ("usage-udev-two-devnodes", "-", "udev $DEV $DEV", 2, "udev: expected exactly one DEVNODE", "-", 10),
@@ -99,9 +99,9 @@ cases = [
 ("needs-root-boot", "user=nobody", "boot", 1, "btrfs-scan-gate: boot: needs root", "!skip_scan=*", 10),
 ("needs-root-reconcile", "user=nobody", "--dry-run reconcile", 1, "btrfs-scan-gate: reconcile: needs root", "!skip_scan=*", 10),
 ("reconcile-no-inventory", "root", "--dry-run reconcile", 1, "no inventory ($T/run/devices): nothing to reconcile", "!skip_scan=*", 10),
-("status-config-invalid", r"root config=colour=blue\n", "status", 3, "the configuration has errors", "-", 10),
+("status-config-invalid", r"root skipscan=upstream config=colour=blue\n", "status", 3, "the configuration has errors", "-", 10),
 ("boot-dry-run-config-invalid", r"root config=colour=blue\n", "--dry-run boot", 3, "the configuration has errors", "skip_scan=*", 10),
-("status-valid-config", r"root config=clone_policy=skip-all\n", "status", 0, "-", "-", 10),
+("status-valid-config", r"root skipscan=upstream config=clone_policy=skip-all\n", "status", 0, "-", "-", 10),
 # the run directory and the lock
 ("rundir-is-a-file", "rundir=file", "udev $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-failed BTRFS_SCAN_GATE_DECISION=scan", 10),
 ("rundir-missing", "rundir=missing", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_ERROR=scan-failed", 10),

@@ -640,8 +640,15 @@ static void setup(Case *c, char *directives)
                 snprintf(p, sizeof(p), "%s/no-temp-fsid", tdir);
                 env_setf(c, "BSG_SHIM_REDIRECT2=/sys/fs/btrfs/features/temp_fsid=%s", p);
                 snprintf(p, sizeof(p), "%s/skip_scan", tdir);
+        } else if (!strcmp(skipscan, "upstream")) {
+                /* 6.7 and later: temp_fsid, no skip_scan; protected whatever the host's devices are, so
+                 * status's exit code depends on the configuration alone */
+                snprintf(p, sizeof(p), "%s/temp-fsid", tdir);
+                write_file(p, "\n", 1);
+                env_setf(c, "BSG_SHIM_REDIRECT2=/sys/fs/btrfs/features/temp_fsid=%s", p);
+                snprintf(p, sizeof(p), "%s/skip_scan", tdir);
         } else
-                die("skipscan=file|ro|erofs|missing");
+                die("skipscan=file|ro|erofs|missing|upstream");
         if (!strcmp(skipscan, "erofs")) /* writable by its mode, but the write fails */
                 env_set(c, "BSG_SHIM_EROFS_PATH=/sys/module/btrfs/parameters/skip_scan");
         if (!strcmp(skipscan, "ro")) {

@@ -30,8 +30,9 @@ mkfs.btrfs -f -L "$(printf 'caf\351\001"x')" "$work/fs.img" >"$work/mkfs.log" 2>
 loop=$(losetup --show -f "$work/fs.img") || { echo "SKIP: no free loop device"; exit 77; }
 rc=0
 BTRFS_SCAN_GATE_LOG=stderr "$helper" status --json >"$work/status.json" 2>"$work/status.err" || rc=$?
-# 3: the kernel cannot apply the list (a host kernel without skip_scan and temp_fsid)
-[ "$rc" = 0 ] || [ "$rc" = 3 ] || { cat "$work/status.err"; fail "status --json exited $rc"; }
+# 3: the kernel cannot apply the list (a host kernel without skip_scan and temp_fsid); 4: a patched
+# module installed on the host but not running (the verdict below says which)
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || [ "$rc" = 4 ] || { cat "$work/status.err"; fail "status --json exited $rc"; }
 python3 - "$work/status.json" "$loop" <<'PY' || { cat "$work/status.json"; fail "status --json output is wrong"; }
 import json, sys
 raw = open(sys.argv[1], "rb").read()
@@ -39,6 +40,13 @@ doc = json.loads(raw.decode("utf-8", errors="strict"))   # strict: invalid UTF-8
 assert isinstance(doc["devices"], list), "devices is not an array"
 # format 1 (issue 20 item 5): a version, lists as arrays, null for unknown, devices sorted by name
 assert doc.get("format") == 1, "no \"format\": 1: %r" % doc.get("format")
+# the verdict (issue 27 item 2): a state, ok, one line of text, the fix (null when nothing is wrong)
+v = doc["verdict"]
+assert v["state"] in ("skip-scan", "temp-fsid", "helper-only", "module-not-running", "list-not-applied"), v
+assert isinstance(v["ok"], bool) and v["ok"] == (v["state"] not in ("module-not-running", "list-not-applied")), v
+assert isinstance(v["text"], str) and v["text"] and "\n" not in v["text"], v
+assert (v["fix"] is None) == v["ok"], "fix must be given exactly when not ok: %r" % v
+assert list(doc)[:3] == ["format", "version", "verdict"], "the verdict is not the first item: %r" % list(doc)[:3]
 assert isinstance(doc["skip_scan_computed"], list), "skip_scan_computed is not an array"
 assert doc["skip_scan_current"] is None or isinstance(doc["skip_scan_current"], list), "skip_scan_current"
 assert doc["kernel"]["skip_scan"] or doc["kernel"]["skip_scan_writable"] is None, "writable of an absent parameter is not null"
@@ -56,6 +64,12 @@ assert d["slot"] is None, "absent slot is not null: %r" % d["slot"]
 assert isinstance(d["seed"], bool)
 assert d["registered"] is None, "registered of a device the (empty) inventory does not know: %r" % d["registered"]
 assert d["slot_active"] is None, "slot_active without a slot: %r" % d["slot_active"]
-print("label", repr(d["label"]), "devid", d["devid"], "generation", d["generation"])
+print("label", repr(d["label"]), "devid", d["devid"], "generation", d["generation"], "verdict", v["state"])
 PY
-echo "PASS: status --json is strict JSON with the hostile label escaped, nulls for absent values, typed numbers"
+# the text output starts with the same verdict, and the exit code matches it
+rc2=0
+BTRFS_SCAN_GATE_LOG=stderr "$helper" status >"$work/status.txt" 2>>"$work/status.err" || rc2=$?
+[ "$rc2" = "$rc" ] || fail "status exited $rc2, status --json $rc"
+want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"]["text"])' "$work/status.json")
+[ "$(head -n1 "$work/status.txt")" = "$want" ] || { head -n3 "$work/status.txt"; fail "the first line of status is not the verdict '$want'"; }
+echo "PASS: status --json leads with the verdict (the first line of status), is strict JSON with the hostile label escaped, nulls for absent values, typed numbers"

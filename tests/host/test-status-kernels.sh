@@ -1,7 +1,8 @@
 #!/bin/bash
 # Host test (issue 20 item 2): `status` says, for every installed kernel, which btrfs module it would
 # load: btrfs-scan-gate-dkms's patched one from updates/dkms, btrfs-scan-gate-modules-ABI's from updates/, the in-tree one, or btrfs built in;
-# newest kernel first, the running one marked. The kernels are fake directories in an overlay over
+# newest kernel first, the running one marked; a directory of headers only (build/ and source/ links, as
+# linux-headers-* leaves it) is no kernel, and the running kernel is listed even without a directory. The kernels are fake directories in an overlay over
 # the module directory, in a private mount namespace (the host's /lib/modules is untouched).
 # env: BSG_HELPER, TMPDIR.
 set -euo pipefail
@@ -27,7 +28,11 @@ touch /lib/modules/6.1.0-99-amd64/updates/dkms/btrfs.ko /lib/modules/6.1.0-99-am
     /lib/modules/6.1.0-98-amd64/kernel/fs/btrfs/btrfs.ko.xz \
     /lib/modules/6.1.0-97-amd64/updates/btrfs.ko /lib/modules/6.1.0-97-amd64/kernel/fs/btrfs/btrfs.ko
 printf 'kernel/fs/ext4/ext4.ko\nkernel/fs/btrfs/btrfs.ko\n' >/lib/modules/6.12.0-1-amd64/modules.builtin
-mkdir -p "/lib/modules/$(uname -r)" # the running kernel, no btrfs module file
+: >/lib/modules/5.10.0-1-amd64/modules.order # installed, no btrfs module
+mkdir -p /lib/modules/6.1.0-96-amd64 # headers only
+ln -s /usr/src/linux-headers-6.1.0-96-amd64 /lib/modules/6.1.0-96-amd64/build
+ln -s /usr/src/linux-headers-6.1.0-96-common /lib/modules/6.1.0-96-amd64/source
+mkdir -p "/lib/modules/$(uname -r)/kernel" # the running kernel, no btrfs module file
 
 rc=0
 BTRFS_SCAN_GATE_LOG=stderr "$helper" status --json >"$work/status.json" 2>"$work/status.err" || rc=$?
@@ -42,6 +47,7 @@ want = {"6.1.0-99-amd64": ("dkms", False), "6.1.0-98-amd64": ("in-tree", False),
 for r, v in want.items():
     assert got.get(r) == v, "%s: %r, expected %r" % (r, got.get(r), v)
 assert got[sys.argv[2]][1] is True, "the running kernel is not marked running"
+assert "6.1.0-96-amd64" not in got, "a headers-only directory is listed as a kernel"
 order = [e["release"] for e in k if e["release"] in want]
 assert order == ["6.12.0-1-amd64", "6.1.0-99-amd64", "6.1.0-98-amd64", "6.1.0-97-amd64", "5.10.0-1-amd64"], "order %r" % order
 PY
@@ -52,4 +58,15 @@ grep -q '6.1.0-97-amd64: btrfs from updates (btrfs-scan-gate-modules: patched)' 
     { cat "$work/status.txt"; fail "text: the prebuilt module's kernel is not named patched"; }
 grep -q '6.1.0-98-amd64: in-tree btrfs (unpatched' "$work/status.txt" || { cat "$work/status.txt"; fail "text: in-tree kernel"; }
 grep -q "$(uname -r) (running)" "$work/status.txt" || { cat "$work/status.txt"; fail "text: running kernel not marked"; }
-echo "PASS: status names each installed kernel's btrfs module (dkms patched, in-tree, built in, none), newest first, running marked"
+grep -q '6.1.0-96-amd64' "$work/status.txt" && { cat "$work/status.txt"; fail "text: a headers-only directory is listed"; }
+# the running kernel without a module directory (a kernel booted from elsewhere) is still listed
+rm -rf "/lib/modules/$(uname -r)"
+BTRFS_SCAN_GATE_LOG=stderr "$helper" status --json >"$work/status2.json" 2>>"$work/status.err" || true
+python3 - "$work/status2.json" "$(uname -r)" <<'PY' || { cat "$work/status2.json"; fail "the running kernel without /lib/modules/RELEASE is not listed"; }
+import json, sys
+k = [e for e in json.load(open(sys.argv[1]))["kernels"] if e["release"] == sys.argv[2]]
+assert len(k) == 1 and k[0]["running"] is True and k[0]["modules_installed"] is False and k[0]["btrfs_module"] is None, k
+PY
+BTRFS_SCAN_GATE_LOG=stderr "$helper" status >"$work/status2.txt" 2>>"$work/status.err" || true
+grep -q "$(uname -r) (running): no modules installed" "$work/status2.txt" || { cat "$work/status2.txt"; fail "text: running kernel without modules not listed"; }
+echo "PASS: status names each installed kernel's btrfs module (dkms patched, in-tree, built in, none), newest first, running marked (also without its directory), headers-only directories left out"

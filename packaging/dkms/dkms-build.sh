@@ -15,7 +15,7 @@ ver=$(bash "$here/source.sh" version "$kver") || exit 1
 # a named certificate that this machine's Secure Boot does not trust: the module would be refused at
 # load, with no fallback to the in-tree one (a btrfs root would not boot); say so rather than install
 conf=/etc/btrfs-scan-gate/module-signing.conf
-cert=$(sed -n 's/^cert=//p' "$conf" 2>/dev/null | tail -n 1)
+cert=$( { sed -n 's/^cert=//p' "$conf" 2>/dev/null || true; } | tail -n 1)
 if [ -n "$cert" ] && [ /proc/1/root/. -ef /. ] && command -v mokutil >/dev/null 2>&1 &&
     mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled' &&
     mokutil --test-key "$cert" 2>&1 | grep -q 'is not enrolled'; then

@@ -136,13 +136,12 @@ keep() { # KVER
     fi
     mkdir -p "$cache"
     tmp=$(mktemp -d "$cache/keep.XXXXXX")
-    # shellcheck disable=SC2064 # expand now: tmp is local
-    trap "rm -rf '$tmp'" EXIT
-    fetch "$kver" "$tmp/linux-source-6.1"
-    tar -C "$tmp" -cJf "$tmp/linux-btrfs.tar.xz" linux-source-6.1
+    if ! fetch "$kver" "$tmp/linux-source-6.1" || ! tar -C "$tmp" -cJf "$tmp/linux-btrfs.tar.xz" linux-source-6.1; then
+        rm -rf "$tmp"
+        return 1
+    fi
     mv "$tmp/linux-btrfs.tar.xz" "$cache/linux-btrfs-$ver.tar.xz"
     rm -rf "$tmp"
-    trap - EXIT
     say "kept fs/btrfs of linux-source-6.1 $ver in $cache/linux-btrfs-$ver.tar.xz (removed on purge)"
 }
 

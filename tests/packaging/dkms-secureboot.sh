@@ -44,7 +44,7 @@ one() {
     none) echo key=none >"$work/signing.conf" ;;
     unreadable) printf 'key=%s\ncert=%s\n' "$work/keys/missing.priv" "$work/keys/k.der" >"$work/signing.conf" ;;
     esac
-    case $where in chroot) pid1=$work/elsewhere ;; dpkgroot) dpkgroot=/srv/image ;; esac
+    case $where in chroot) pid1=$work/elsewhere ;; noproc) pid1=$work/no-proc/1/root ;; dpkgroot) dpkgroot=/srv/image ;; esac
     local got
     got=$(cd / && env -i PATH= BSG_EFI_DIR="$efidir" BSG_PID1_ROOT="$pid1" BSG_SIGNING_CONF="$work/signing.conf" \
         BSG_DKMS_SOURCE_CACHE="$work/cache" DPKG_ROOT="$dpkgroot" kernelver=${KVER:-6.1.0-57-amd64} \
@@ -73,6 +73,7 @@ one chroot-sb-off chroot off absent skip "an image build"
 one chroot-named chroot on named build
 one chroot-key-none chroot on none build
 one dpkgroot dpkgroot none absent skip "an image build (DPKG_ROOT is set)"
+one no-proc noproc none absent skip "an image build (PID 1's root cannot be compared with /"
 # the source: another version's headers, then the same version kept in the cache
 echo '#define LINUX_PACKAGE_ID " Debian 6.1.190-1"' >"$work/hdr/include/generated/package.h"
 one other-version running none absent skip "another linux-source-6.1 version than 6.1.190-1; keep that one with"

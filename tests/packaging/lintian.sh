@@ -18,12 +18,15 @@ mkdir "$work/btrfs-scan-gate-$version"
     tar -cf - -T -) | tar -C "$work/btrfs-scan-gate-$version" -xf -
 (cd "$work" && dpkg-source -b "btrfs-scan-gate-$version") >"$work/dpkg-source.log" 2>&1 ||
     { cat "$work/dpkg-source.log"; fail "dpkg-source -b"; }
-rc=0
+# the report, overrides and experimental tags shown (lintian then exits 2 whatever it found)
 # lintian runs as root here (root-only machine); that is its only complaint about the environment
-lintian --pedantic --display-info --display-experimental --show-overrides --fail-on error,warning,info,pedantic \
-    "$changes" "$work"/*.dsc >"$work/lintian.log" 2>&1 || rc=$?
+lintian --pedantic --display-info --display-experimental --show-overrides \
+    "$changes" "$work"/*.dsc >"$work/lintian.log" 2>&1 || true
+# the verdict: any tag up to pedantic that is not overridden
+rc=0
+lintian --pedantic --fail-on error,warning,info,pedantic "$changes" "$work"/*.dsc >"$work/verdict.log" 2>&1 || rc=$?
 grep -v 'running with root privileges' "$work/lintian.log" | tee "$dir/lintian.log" || true
 count() { grep -c "^$1: " "$dir/lintian.log" || true; }
 echo "lintian $(lintian --version | awk '{print $2}'): E $(count E) W $(count W) I $(count I) P $(count P) X $(count X), overridden $(count O)"
-[ "$rc" = 0 ] || fail "lintian --pedantic reports tags that are neither fixed nor overridden (exit $rc)"
+[ "$rc" = 0 ] || { cat "$work/verdict.log"; fail "lintian --pedantic reports tags that are neither fixed nor overridden (exit $rc)"; }
 echo "PASS: lintian --pedantic clean on the binaries and the source (overrides explained in debian/)"

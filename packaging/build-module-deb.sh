@@ -159,7 +159,7 @@ if [ "$signed" = no ]; then
 set -e
 if [ "$1" = install ] || [ "$1" = upgrade ]; then
     # an image build: the machine installing is not the target; the builder said it has no Secure Boot
-    if [ -n "$DPKG_ROOT" ] || ! [ /proc/1/root/. -ef /. ]; then
+    if [ -n "$DPKG_ROOT" ] || ! [ "${BSG_PID1_ROOT:-/proc/1/root}/." -ef /. ]; then
         exit 0
     fi
     v=${BSG_EFI_DIR:-/sys/firmware/efi}/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c

@@ -62,11 +62,11 @@ dpkg-deb -e "$udeb" "$work/uctl"
 [ -x "$work/uctl/preinst" ] || fail "the --unsigned package has no preinst"
 if dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -q preinst; then fail "the signed package has a preinst"; fi
 printf '\007\000\000\000\001' >"$work/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-if BSG_EFI_DIR=$work/efi DPKG_ROOT= sh "$work/uctl/preinst" install >"$work/preinst-sb.log" 2>&1; then
+if BSG_EFI_DIR=$work/efi BSG_PID1_ROOT=/ DPKG_ROOT= sh "$work/uctl/preinst" install >"$work/preinst-sb.log" 2>&1; then
     fail "unsigned preinst accepted Secure Boot on"
 fi
 grep -q 'unsigned and Secure Boot is on' "$work/preinst-sb.log" || { cat "$work/preinst-sb.log"; fail "unsigned preinst: no message"; }
-BSG_EFI_DIR=$work/no-efi DPKG_ROOT= sh "$work/uctl/preinst" install || fail "unsigned preinst refused a machine without EFI"
+BSG_EFI_DIR=$work/no-efi BSG_PID1_ROOT=/ DPKG_ROOT= sh "$work/uctl/preinst" install || fail "unsigned preinst refused a machine without EFI"
 BSG_EFI_DIR=$work/efi DPKG_ROOT=/srv/image sh "$work/uctl/preinst" install || fail "unsigned preinst refused an image build"
 echo "ok: --unsigned: preinst refuses Secure Boot on ($(head -c 90 "$work/preinst-sb.log")), accepts no EFI and image builds"
 pkg=btrfs-scan-gate-modules-$ABI

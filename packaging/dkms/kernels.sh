@@ -8,8 +8,9 @@
 # An installed kernel is a directory of /lib/modules with a kernel/ tree or a /boot/vmlinuz-KVER
 # (a directory that only holds the build link of linux-headers is not a kernel). The module of a
 # kernel is the patched one when /lib/modules/KVER/updates/dkms/btrfs.ko exists: the same test as
-# `btrfs-scan-gate status` (its `kernels:` lines). Reasons for a kernel without it: no headers,
-# Secure Boot (secureboot.sh), no source of its version (source.sh check), a failed build.
+# `btrfs-scan-gate status` (its `kernels:` lines). Reasons for a kernel without it: no headers, no
+# source of its version (source.sh check), Secure Boot or an image build without a named signing
+# key (dkms.conf says which), a failed build. No 6.1 kernel at all (trixie runs 6.12): says so.
 # Prints one line per kernel on stdout; exits 0 (a kernel left on the in-tree module is reported,
 # not an error for dpkg). Lives in /usr/src/btrfs-scan-gate-VERSION/ beside dkms.conf.
 # Test seams: BSG_MODULES_DIR (/lib/modules), BSG_BOOT_DIR (/boot); dkms from PATH.
@@ -34,14 +35,21 @@ why_not() { # KVER: one line, why it keeps the in-tree module (no build attempte
     local k=$1 msg
     if [ ! -e "$modules/$k/build/include" ]; then
         echo "linux-headers-$k is not installed (apt-get install linux-headers-$k, then dpkg-reconfigure btrfs-scan-gate-dkms)"
-    elif ! msg=$(bash "$here/secureboot.sh" 2>&1); then
-        echo "${msg#btrfs-scan-gate-dkms: }"
     elif ! msg=$(bash "$here/source.sh" check "$k" 2>&1); then
         msg=${msg#btrfs-scan-gate-dkms: }
         echo "${msg#"kernel $k keeps the in-tree btrfs module: "}"
+    elif msg=$(conf_says "$k") && [ -n "$msg" ]; then
+        echo "$msg"
     else
         echo "not built (dkms install -m $name -v $ver -k $k, or dpkg-reconfigure btrfs-scan-gate-dkms)"
     fi
+}
+
+conf_says() { # KVER: dkms.conf's reason to skip KVER (Secure Boot, image build), if any
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    kernelver=$1 kernel_source_dir=$modules/$1/build bash -c \
+        '. "$1" >/dev/null; [ "$BUILD_EXCLUSIVE_KERNEL" = "^$" ] || exit 0' sh "$here/dkms.conf" 2>&1 |
+        sed -n "s/^btrfs-scan-gate-dkms: kernel $1 keeps the in-tree btrfs module: //p" | head -n 1
 }
 
 declare -A reason=()
@@ -77,6 +85,12 @@ fi
 
 echo "btrfs-scan-gate-dkms: installed kernels and their btrfs module:"
 [ ${#kernels[@]} -gt 0 ] || echo "  (no installed kernel under $modules)"
+n61=0
+for k in "${kernels[@]}"; do case $k in 6.1.*) n61=$((n61 + 1)) ;; esac; done
+if [ ${#kernels[@]} -gt 0 ] && [ "$n61" = 0 ]; then
+    echo "  no 6.1 kernel is installed: nothing to build. Kernels 6.7 and later mount clones with temp_fsid"
+    echo "  and need no patched module; this package can be removed (apt-get remove btrfs-scan-gate-dkms)."
+fi
 for k in "${kernels[@]}"; do
     case $k in
     6.1.*)

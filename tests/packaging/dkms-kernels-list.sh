@@ -1,8 +1,8 @@
 #!/bin/bash
 # dkms-kernels-list.sh: packaging/dkms/kernels.sh, what the -dkms postinst runs after dkms's own
 # postinst, without building anything: a fake /lib/modules and /boot, dkms a stub on PATH that
-# "installs" (writes updates/dkms/btrfs.ko) or fails as the case says, secureboot.sh and source.sh
-# stubs beside it. Kernels: A patched already (dkms's postinst built it: not rebuilt); B without
+# "installs" (writes updates/dkms/btrfs.ko) or fails as the case says, a source.sh stub beside the
+# real dkms.conf (whose Secure Boot and image-build reasons the list repeats). Kernels: A patched already (dkms's postinst built it: not rebuilt); B without
 # the module, headers present (--install must dkms install it: the fallback kernel an upgrade
 # would leave behind); C without headers; D whose source cannot be had (source.sh check says so);
 # E whose build fails (the build's own message is shown); a 6.12 kernel; a directory holding only
@@ -16,7 +16,9 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 mkdir -p "$work/src" "$work/bin" "$work/modules" "$work/boot" "$work/dkmslib"
 cp "$dkms_dir/kernels.sh" "$dkms_dir/dkms.conf" "$work/src/"
-printf '#!/bin/sh\nexit 0\n' >"$work/src/secureboot.sh"
+echo x >"$work/src/linux-btrfs-6.1.192-3.tar.xz"
+mkdir -p "$work/efi/efivars"
+printf '\007\000\000\000\001' >"$work/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 cat >"$work/src/source.sh" <<'STUB'
 #!/bin/sh
 # source.sh stub: kernel D's source is not to be had
@@ -52,15 +54,16 @@ for k in $A $B $C $D $E $N; do
     mkdir -p "$work/modules/$k/kernel/fs/btrfs"
     : >"$work/modules/$k/kernel/fs/btrfs/btrfs.ko"
     : >"$work/boot/vmlinuz-$k"
-    [ "$k" = "$C" ] || mkdir -p "$work/modules/$k/build/include"
+    [ "$k" = "$C" ] || mkdir -p "$work/modules/$k/build/include/generated"
+    [ "$k" = "$C" ] || echo '#define LINUX_PACKAGE_ID " Debian 6.1.192-3"' >"$work/modules/$k/build/include/generated/package.h"
 done
 mkdir -p "$work/modules/$A/updates/dkms" "$work/modules/6.1.0-53-amd64/build/include"
 : >"$work/modules/$A/updates/dkms/btrfs.ko"
 
-run() { # run LOG ARGS...
+run() { # run LOG ARGS...: no EFI here unless EFI= names the fake one with Secure Boot on
     local log=$1
     shift
-    PATH=$work/bin:$PATH DKMSLOG=$work/dkms.log MODULES=$work/modules \
+    BSG_EFI_DIR=${EFI:-$work/no-efi} BSG_SIGNING_CONF=$work/none BSG_PID1_ROOT=/ PATH=$work/bin:$PATH DKMSLOG=$work/dkms.log MODULES=$work/modules \
         MAKELOGDIR=$work/dkmslib BSG_MODULES_DIR=$work/modules BSG_BOOT_DIR=$work/boot \
         bash "$work/src/kernels.sh" "$@" >"$log" 2>&1 || fail "kernels.sh $* exited $?"
 }
@@ -70,6 +73,10 @@ run "$work/report.log"
 [ ! -s "$work/dkms.log" ] || fail "the report called dkms: $(cat "$work/dkms.log")"
 grep -qx "  $B: in-tree btrfs module, unpatched: not built (dkms install -m btrfs-scan-gate -v $ver -k $B, or dpkg-reconfigure btrfs-scan-gate-dkms)" "$work/report.log" ||
     { cat "$work/report.log"; fail "report: B's line"; }
+# the same with Secure Boot on: B's line gives dkms.conf's reason
+EFI=$work/efi run "$work/report-sb.log"
+grep -q "^  $B: in-tree btrfs module, unpatched: Secure Boot is on and no signing key is named" "$work/report-sb.log" ||
+    { cat "$work/report-sb.log"; fail "report with Secure Boot on: B's line"; }
 
 # --install (the postinst); the stub's make.log stands for dkms's build/make.log
 sed -i "s|/var/lib/dkms/\$name/\$ver/build/make.log|$work/dkmslib/make.log|" "$work/src/kernels.sh"
@@ -90,4 +97,12 @@ if grep -q '6.1.0-53-amd64' "$work/install.log"; then fail "a headers-only direc
 printf 'dkms install -m btrfs-scan-gate -v %s -k %s\n' "$ver" "$D" "$ver" "$E" "$ver" "$B" | sort >"$work/dkms.want"
 sort "$work/dkms.log" | diff -u "$work/dkms.want" - || fail "dkms was asked for other kernels than B, D, E"
 [ "$(awk 'END { print NR }' "$work/install.log")" -ge 7 ] || fail "too few lines"
+# a release whose kernels do not need the module (trixie: 6.12 only): nothing built, and it says so
+rm -rf "$work/modules"/6.1.* "$work/boot"/vmlinuz-6.1.*
+: >"$work/dkms.log"
+run "$work/trixie.log" --install
+[ ! -s "$work/dkms.log" ] || fail "6.12 only: dkms was asked: $(cat "$work/dkms.log")"
+grep -q "^  no 6.1 kernel is installed: nothing to build. Kernels 6.7 and later mount clones with temp_fsid" "$work/trixie.log" ||
+    { cat "$work/trixie.log"; fail "6.12 only: the list does not say that nothing is needed"; }
+echo "ok: 6.12 only: $(sed -n 3p "$work/trixie.log")"
 echo "PASS: kernels.sh --install builds the 6.1 kernels left without the module and names every installed kernel with its module and the reason"

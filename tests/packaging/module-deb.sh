@@ -2,6 +2,9 @@
 # module-deb.sh WORK: packaging/build-module-deb.sh for the QEMU harness's 6.1 ABI
 # ($BSG_CACHE/kernel-6.1.env), reusing the harness's module build of the same series and source
 # version when it is cached (else the script builds it, 1-2 minutes). Checks:
+#  - signing: without --sign-key/--sign-cert or --unsigned the script refuses; with a key made here
+#    the module is signed by it (modinfo signer); an --unsigned package's preinst refuses a running
+#    system with Secure Boot on (fake EFI variable) and accepts one without, or an image build;
 #  - dpkg-deb -I: the package's name carries the ABI, it Depends on that kernel's image at exactly
 #    the source's version, conflicts with btrfs-scan-gate-dkms;
 #  - dpkg-deb -c: /lib/modules/ABI/updates/btrfs.ko and its docs, nothing else; the module's
@@ -38,10 +41,34 @@ if [ -e "$ko" ]; then
 else
     echo "no cached module of this series ($ko): build-module-deb.sh builds it"
 fi
+if "$here/../../packaging/build-module-deb.sh" "${args[@]}" "$ABI" "$work/refused" >"$work/refused.log" 2>&1; then
+    fail "build-module-deb.sh built without a named key or --unsigned"
+fi
+grep -q 'name the signing key and its certificate' "$work/refused.log" || { cat "$work/refused.log"; fail "no refusal message"; }
+echo "ok: no key named, no --unsigned: refused ($(head -c 100 "$work/refused.log"))"
+mkdir -p "$work/keys"
+openssl req -new -x509 -nodes -days 1 -subj "/CN=btrfs-scan-gate module-deb test key" -newkey rsa:2048 \
+    -keyout "$work/keys/k.pem" -outform DER -out "$work/keys/k.der" >"$work/openssl.log" 2>&1 || { cat "$work/openssl.log"; fail "openssl"; }
 start=$(date +%s)
-deb=$("$here/../../packaging/build-module-deb.sh" "${args[@]}" "$ABI" "$work/out" 2>"$work/build.log") ||
+deb=$("$here/../../packaging/build-module-deb.sh" --sign-key "$work/keys/k.pem" --sign-cert "$work/keys/k.der" \
+    "${args[@]}" "$ABI" "$work/out" 2>"$work/build.log") ||
     { cat "$work/build.log"; fail "build-module-deb.sh"; }
 echo "built $deb in $(( $(date +%s) - start )) s"
+# the unsigned variant and its preinst
+udeb=$("$here/../../packaging/build-module-deb.sh" --unsigned "${args[@]}" "$ABI" "$work/unsigned" 2>"$work/build-unsigned.log") ||
+    { cat "$work/build-unsigned.log"; fail "build-module-deb.sh --unsigned"; }
+mkdir -p "$work/uctl" "$work/efi/efivars"
+dpkg-deb -e "$udeb" "$work/uctl"
+[ -x "$work/uctl/preinst" ] || fail "the --unsigned package has no preinst"
+if dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -q preinst; then fail "the signed package has a preinst"; fi
+printf '\007\000\000\000\001' >"$work/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+if BSG_EFI_DIR=$work/efi BSG_PID1_ROOT=/ DPKG_ROOT= sh "$work/uctl/preinst" install >"$work/preinst-sb.log" 2>&1; then
+    fail "unsigned preinst accepted Secure Boot on"
+fi
+grep -q 'unsigned and Secure Boot is on' "$work/preinst-sb.log" || { cat "$work/preinst-sb.log"; fail "unsigned preinst: no message"; }
+BSG_EFI_DIR=$work/no-efi BSG_PID1_ROOT=/ DPKG_ROOT= sh "$work/uctl/preinst" install || fail "unsigned preinst refused a machine without EFI"
+BSG_EFI_DIR=$work/efi DPKG_ROOT=/srv/image sh "$work/uctl/preinst" install || fail "unsigned preinst refused an image build"
+echo "ok: --unsigned: preinst refuses Secure Boot on ($(head -c 90 "$work/preinst-sb.log")), accepts no EFI and image builds"
 pkg=btrfs-scan-gate-modules-$ABI
 
 # the control fields
@@ -65,6 +92,7 @@ m=$work/x/lib/modules/$ABI/updates/btrfs.ko
     fail "vermagic '$(modinfo -F vermagic "$m")' differs from the stock module's"
 modinfo -F parm "$m" | grep -q '^skip_scan:' || fail "the packaged module has no skip_scan parameter"
 if readelf -S "$m" | grep -q '\.debug_info'; then fail "the packaged module still has debug information"; fi
+[ "$(modinfo -F signer "$m")" = "btrfs-scan-gate module-deb test key" ] || fail "the packaged module's signer is '$(modinfo -F signer "$m")'"
 echo "ok: dpkg-deb -I/-c: $pkg $(field Version), Depends: $(field Depends), $(stat -c %s "$m") bytes"
 
 # install and remove in a throw-away root (dpkg --root: maintainer scripts run chrooted there)

@@ -234,7 +234,7 @@ enum plan_mode {
 };
 
 /* The kernel actions that bring the kernel to the decided state for every entry, in the one order
- * (skip list, scans, forgets). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
+ * (skip list, forgets, scans). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
  * Returns 0 or -ENOMEM. */
 int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mode, struct plan *ret_plan);
 void plan_done(struct plan *p);

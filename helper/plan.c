@@ -113,12 +113,25 @@ bool plan_all_devices_present(const struct entry *e, size_t n, const struct entr
         return count >= t->pd.num_devices;
 }
 
+/* Doubt (a read that did not finish, a read error, an unknown record, no memory to decide) is no
+ * decision about a device: it keeps what is, and never takes a registration back, neither of the
+ * device in doubt nor of a device whose scan another's doubt holds back. */
+static bool is_doubt(const struct bsg_verdict *v)
+{
+        return v->reason == BSG_REASON_IN_DOUBT || v->reason == BSG_REASON_UNREADABLE;
+}
+
 /* A device this helper registered whose verdict is no longer scan (a twin appeared), unless it is
- * itself mounted. (A device someone else registers cannot be a skip device: the skip list is written
- * before anything else, and the patched kernel refuses every non-mount scan of a listed device.) */
+ * itself mounted, or the verdict is only doubt. (A device someone else registers cannot be a skip
+ * device: the skip list is written before anything else, and the patched kernel refuses every
+ * non-mount scan of a listed device.) */
 static bool needs_forget(const struct entry *e)
 {
-        return e->registered && (e->v.decision != BSG_SCAN || e->forget_pending) && !e->pd.self_mounted;
+        if (!e->registered || e->pd.self_mounted)
+                return false;
+        if (e->forget_pending)
+                return true;
+        return e->v.decision != BSG_SCAN && !is_doubt(&e->v);
 }
 
 static int push(struct plan *p, enum plan_action_type type, size_t entry)
@@ -141,18 +154,23 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
                 return r;
         p.truncated = r == -E2BIG;
         /* The one order: the skip list first (a device that left it can be scanned, one that joined
-         * it is refused to anyone else's scan from now on), then the scans of every scan device not
-         * yet registered (what an earlier event lost is made good here), then the forgets. The
-         * event's own scan device is always asked (DEVICES_READY); for the others the record of
-         * what this helper registered is only a hint: 6.1 shows no registration of an unmounted
-         * filesystem (/sys/fs/btrfs/<fsid>/ exists from the mount on), and asking is a kernel read
-         * of each device. */
+         * it is refused to anyone else's scan from now on), then the forgets of what lost (a loser
+         * still registered makes the winner's scan fail: "already registered with a higher
+         * generation", EEXIST), then the scans of every scan device not yet registered (what an
+         * earlier event lost is made good here). The event's own scan device is always asked
+         * (DEVICES_READY); for the others the record of what this helper registered is only a hint:
+         * 6.1 shows no registration of an unmounted filesystem (/sys/fs/btrfs/<fsid>/ exists from
+         * the mount on), and asking is a kernel read of each device. */
         r = push(&p, PLAN_SKIP_LIST, 0);
+        for (size_t i = 0; i < n && r >= 0; i++)
+                if (needs_forget(&e[i]))
+                        r = push(&p, PLAN_FORGET, i);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (e[i].v.decision != BSG_SCAN)
                         continue;
                 if (e[i].forget_pending)
-                        continue; /* what the kernel read is not what was decided: forgotten below */
+                        continue; /* what the kernel read is not what was decided: forgotten above,
+                                   * scanned by the next run */
                 if (e[i].unanswered)
                         r = push(&p, PLAN_UNREADABLE, i);
                 else if (i == target)
@@ -163,9 +181,6 @@ int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mo
                 else if (mode == PLAN_MODE_BOOT || !e[i].registered)
                         r = push(&p, PLAN_SCAN, i);
         }
-        for (size_t i = 0; i < n && r >= 0; i++)
-                if (needs_forget(&e[i]))
-                        r = push(&p, PLAN_FORGET, i);
         if (r < 0) {
                 plan_done(&p);
                 return r;

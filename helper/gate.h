@@ -196,6 +196,10 @@ void decide_trust(struct ctx *c);
 
 /* plan.c (pure) */
 void plan_decide(struct entry *e, size_t n, enum bsg_clone_policy clone_policy);
+/* The whole disk of E in the starred form ("/dev/sdb*") into BUF, when E (any verdict) is on
+ * hot-pluggable media nobody trusts and its node is that disk's or a partition's of it; false if not.
+ * The skip list names such a disk so, unless a device on it is scan. */
+bool plan_starred_disk(const struct entry *e, char *buf, size_t size);
 /* The sorted skip list of the verdicts. Returns 0, -E2BIG (truncated list, *ret_dropped says how
  * many were left out), -ENOMEM. */
 int plan_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret_dropped);

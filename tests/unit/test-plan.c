@@ -241,9 +241,74 @@ static void crowded_list(void)
         free(list);
 }
 
+/* Finding 7: hot-pluggable media nobody trusts is listed by its whole disk in the kernel's starred
+ * form, whatever its partitions carry: a stick with 300 partitions is one entry (it pushed the list
+ * past 4095 bytes), and a partition that shows zeros to the helper's read (ignore) is covered. */
+static void starred_disks(void)
+{
+        enum { N_STICK = 300 };
+        static struct entry e[N_STICK + 8];
+        static char names[N_STICK][32];
+        char *list = NULL;
+        size_t dropped = 99, n = 0;
+        const struct bsg_trust_facts hot = {.class_known = true, .class_fixed = false};
+        const char *stick = "/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdx";
+
+        e[n++] = (struct entry){.devnode = "/dev/nvme0n1p5", .disk = "/sys/devices/pci0000:00/nvme/nvme0n1",
+                                .v = {BSG_SKIP, BSG_REASON_CLONE}, .pd = {.path_ok = true},
+                                .trust = {.class_known = true, .class_fixed = true}};
+        e[n++] = (struct entry){.devnode = "/dev/sdx", .disk = stick, .v = {BSG_IGNORE}, .pd = {.path_ok = true, .untrusted = true},
+                                .trust = hot};
+        for (size_t i = 0; i < N_STICK; i++) {
+                snprintf(names[i], sizeof(names[i]), "/dev/sdx%zu", i + 1);
+                /* every other one shows zeros now */
+                e[n++] = (struct entry){.devnode = names[i], .disk = stick,
+                                        .v = i % 2 ? (struct bsg_verdict){BSG_IGNORE, BSG_REASON_NOT_BTRFS}
+                                                   : (struct bsg_verdict){BSG_SKIP, BSG_REASON_UNTRUSTED},
+                                        .pd = {.path_ok = true, .untrusted = true}, .trust = hot};
+        }
+        /* a card showing only zeros: listed all the same */
+        e[n++] = (struct entry){.devnode = "/dev/mmcblk0p1", .disk = "/sys/devices/pci0000:00/mmc_host/mmc0/mmc0:0001/block/mmcblk0",
+                                .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS}, .pd = {.path_ok = true, .untrusted = true},
+                                .trust = hot};
+        /* a stacked device over a stick: its own node, not a partition of the stick */
+        e[n++] = (struct entry){.devnode = "/dev/dm-3", .disk = stick, .v = {BSG_SKIP, BSG_REASON_UNTRUSTED},
+                                .pd = {.path_ok = true, .untrusted = true},
+                                .trust = {.class_known = true, .class_fixed = false, .stacked = true}};
+        check_case = "starred: a stick by its whole disk";
+        CHECK(plan_skip_list(e, n, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/dm-3,/dev/mmcblk0*,/dev/nvme0n1p5,/dev/sdx*");
+        CHECK(dropped == 0);
+        free(list);
+
+        /* a stick one of whose devices is scanned (collides with nothing, or in use) cannot be listed
+         * whole: its skipped devices are listed each */
+        check_case = "starred: not a disk with a scanned device";
+        struct entry two[3] = {
+                {.devnode = "/dev/sdy1", .disk = "/x/block/sdy", .v = {BSG_SCAN, BSG_REASON_UNIQUE},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+                {.devnode = "/dev/sdy2", .disk = "/x/block/sdy", .v = {BSG_SKIP, BSG_REASON_REMOVABLE_CLONE},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+                {.devnode = "/dev/sdy3", .disk = "/x/block/sdy", .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+        };
+        CHECK(plan_skip_list(two, 3, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/sdy2");
+        free(list);
+
+        /* trusted hot-pluggable media (the stick the system booted from, trusted_disk=) is not */
+        check_case = "starred: not trusted media";
+        two[0].pd.untrusted = two[1].pd.untrusted = two[2].pd.untrusted = false;
+        two[0].v = (struct bsg_verdict){BSG_SKIP, BSG_REASON_CLONE};
+        CHECK(plan_skip_list(two, 3, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/sdy1,/dev/sdy2");
+        free(list);
+}
+
 int main(void)
 {
         crowded_list();
+        starred_disks();
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 plan_one(&cases[i]);
         readiness();

@@ -686,9 +686,21 @@ static char *skip_scan_contents(void)
         return s;
 }
 
-/* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. */
+/* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. Every
+ * /dev/disk/by-path/pci-test-NAME it names is made a link to the testbed's /dev/NAME first, as udev
+ * would have made one (trusted_disk= takes by-path names only). */
+#define BY_PATH_TEST "/dev/disk/by-path/pci-test-"
 static void set_config(Fixture *f, const char *text)
 {
+        for (const char *p = text; (p = strstr(p, BY_PATH_TEST)); p += strlen(BY_PATH_TEST)) {
+                g_autofree char *name = g_strndup(p + strlen(BY_PATH_TEST), strcspn(p + strlen(BY_PATH_TEST), "\n\" "));
+                g_autofree char *link = g_strdup_printf(BY_PATH_TEST "%s", name);
+                g_autofree char *target = g_strdup_printf("/dev/%s", name);
+                g_autofree char *file = tb_path(link);
+                struct stat st;
+                if (lstat(file, &st) < 0)
+                        make_link(link, target);
+        }
         write_file(f->config, text, -1);
 }
 
@@ -1269,7 +1281,7 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
                  NULL, NULL, "0"},
                 {"loop9", "virtual/block", {NULL}, NULL, NULL, "0"},
                 {"nbd3", "virtual/block", {NULL}, NULL, NULL, "0"},
-                {"loop8", "virtual/block", {NULL}, NULL, "trusted_disk=/dev/loop8\n", "1"},
+                {"loop8", "virtual/block", {NULL}, NULL, "trusted_disk=" BY_PATH_TEST "loop8\n", "1"},
                 {"nvme1n1", "pci0000:00/0000:00:07.0/0000:05:00.0/domain0/thunderbolt/0-1/nvme/nvme1/block", {NULL},
                  NULL, NULL, "0"},
                 {"mmcblk1", "pci0000:00/0000:00:1c.0/mmc_host/mmc1/mmc1:aaaa/block", {"device/type", "SD", NULL},
@@ -1285,6 +1297,17 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
                 g_test_message("trust case %s", cases[i].node);
                 g_assert_cmpstr(trust_of(f, cases[i].node, cases[i].id_bus), ==, cases[i].want);
         }
+        /* the class test fails closed: a removable flag that cannot be read, or an mmc device whose
+         * type cannot be read, is hot-pluggable (both counted as fixed storage on 5430f93) */
+        set_config(f, "");
+        trust_add(f, "sdu", "pci0000:00/0000:00:17.0/ata4/host3/target3:0:0/3:0:0:0/block", NULL);
+        g_autofree char *removable = g_build_filename(tb_root, g_hash_table_lookup(f->syspaths, "sdu"), "removable", NULL);
+        g_assert_cmpint(unlink(removable), ==, 0);
+        g_assert_cmpint(mkdir(removable, 0755), ==, 0); /* read() gives EISDIR */
+        g_assert_cmpstr(trust_of(f, "sdu", NULL), ==, "0");
+        trust_add(f, "mmcblk3", "pci0000:00/0000:00:1c.1/mmc_host/mmc3/mmc3:0001/block", NULL);
+        g_assert_cmpstr(trust_of(f, "mmcblk3", NULL), ==, "0");
+
         /* dm over trusted storage is trusted; over a loop device, or over one untrusted slave, not */
         trust_add(f, "dm-7", "virtual/block", (const char *[]){"slaves/sdq", "", NULL});
         trust_add(f, "dm-8", "virtual/block", (const char *[]){"slaves/loop9", "", NULL});
@@ -1293,7 +1316,7 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
         g_assert_cmpstr(trust_of(f, "dm-7", NULL), ==, "1");
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "0");
         g_assert_cmpstr(trust_of(f, "md9", NULL), ==, "0");
-        set_config(f, "trusted_disk=/dev/loop9\n");
+        set_config(f, "trusted_disk=" BY_PATH_TEST "loop9\n");
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "1");
 
         /* a native NVMe multipath head lives under /devices/virtual/nvme-subsystem/: it is its paths'
@@ -1759,7 +1782,7 @@ static void test_trust_id_bus_kept(Fixture *f, gconstpointer data)
         run_helper(f, &r, status);
         g_assert_nonnull(strstr(r.out, "untrusted"));
         run_clear(&r);
-        assert_skip_scan("/dev/sdk1");
+        assert_skip_scan("/dev/sdk*"); /* hot-pluggable: its whole disk, starred */
 }
 
 /* Issue 18 item 1: trusted storage is an allowlist anchored on the disk the boot names. An MMC-type
@@ -1874,7 +1897,7 @@ static void test_trust_anchor_efivar_unreadable(Fixture *f, gconstpointer data)
         assert_kv(&r, "DECISION", "skip");
         run_clear(&r);
         /* the internal disk named by trusted_disk= stays trusted */
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sda\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "sda\n");
         run_udev(f, &anchor_parts[1], &r, FALSE);
         assert_kv(&r, "TRUSTED", "1");
         run_clear(&r);
@@ -2125,7 +2148,7 @@ static void test_trust_reannounce(Fixture *f, gconstpointer data)
         g_assert_false(reannounced(f, "mmcblk2"));
         g_assert_false(reannounced(f, "sda1"));
 
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/mmcblk2\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "mmcblk2\n");
         run_udev(f, &anchor_parts[2], &r, FALSE);
         run_clear(&r);
         g_assert_true(reannounced(f, "mmcblk2"));
@@ -2152,7 +2175,7 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, G_N_ELEMENTS(devs));
         world_add(f, &anchor_card);
-        set_config(f, "trusted_disk=/dev/sdb\n");
+        set_config(f, "trusted_disk=" BY_PATH_TEST "sdb\n");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
         run_boot(f);
@@ -2229,7 +2252,7 @@ static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, n);
         world_add(f, card);
-        set_config(f, newer ? "trusted_disk=/dev/sdb\n" : "");
+        set_config(f, newer ? "trusted_disk=" BY_PATH_TEST "sdb\n" : "");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, single ? "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro"
                               : "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
@@ -2308,7 +2331,9 @@ static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
         g_autofree char *list = skip_scan_contents();
         g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
-        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1"));
+        /* listed: by itself, or (hot-pluggable now) by its whole disk, starred */
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1") ||
+                      g_strv_contains((const char *const *)items, "/dev/sdb*"));
 }
 
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
@@ -2456,7 +2481,7 @@ static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
         Run r;
 
         world_add_all(f, parts, G_N_ELEMENTS(parts));
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sdc\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "sdc\n");
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa1-0000-4000-8000-000000000001 ro "
                        "steamos.efi=PARTUUID=00000fa0-0000-4000-8000-000000000001");
         run_boot(f);

@@ -101,9 +101,11 @@ static void log_security_reason(const struct entry *t)
                         t->devnode);
                 break;
         case BSG_REASON_UNTRUSTED:
-                log_msg("%s: not trusted storage: listed in skip_scan, never scanned (mount it with device=, or "
-                        "`btrfs device scan` it first)",
-                        t->devnode);
+                /* not `btrfs device scan`: the patched kernel answers a scan of a listed device with
+                 * success and registers nothing; a mount-time scan is never skipped */
+                log_msg("%s: not trusted storage: listed in skip_scan, never scanned (mount it naming its devices, "
+                        "`mount -o device=%s ...`, or trust its disk with trusted_disk=/dev/disk/by-path/...)",
+                        t->devnode, t->devnode);
                 break;
         default:
                 break;

@@ -68,7 +68,8 @@ helper)
     [ -x "$helper" ] || fail "helper $helper not built"
     printf 'target="%s"\n' "$helper" > "$state/target.sh"
     # the slots' loop devices stand in for internal storage: the configuration names them ($c not)
-    printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\ntrusted_disk=%s\ntrusted_disk=%s\n' "$a" "$b" \
+    printf 'active_slot=A\nslot_suffixes=-A,-B\nclone_policy=active\ntrusted_disk=/dev/disk/by-path/bsgtest-%s\ntrusted_disk=/dev/disk/by-path/bsgtest-%s\n' \
+        "$(basename "$a")" "$(basename "$b")" \
         > "$state/btrfs-scan-gate.conf"
     ;;
 *) fail "unknown mode $mode" ;;
@@ -95,6 +96,9 @@ in_private_udev() {
         mount -t overlay bsg-dev -o lowerdir=/dev,upperdir=/run/bsg-dev/upper,workdir=/run/bsg-dev/work /dev
         mount -t tmpfs -o mode=0755 bsg-rules /etc/udev/rules.d
         if [ -n "$rules" ]; then cp "$rules"/*.rules "$extra"/*.rules /etc/udev/rules.d/; fi
+        # trusted_disk= takes by-path names only; udev makes none for a loop device
+        mkdir -p /dev/disk/by-path
+        for dev in "$@"; do name=${dev#change:}; name=${name#/dev/}; ln -sfn "/dev/$name" "/dev/disk/by-path/bsgtest-$name"; done
         for dev in "$@"; do
             action=add
             case $dev in change:*) action=change dev=${dev#change:} ;; esac

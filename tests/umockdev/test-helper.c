@@ -3617,6 +3617,7 @@ static void test_perm_disturbed(Fixture *f, gconstpointer data)
                                            .partlabel = "rootfs-A"};
         static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs",
                                       .partlabel = "rootfs-A", .removable = TRUE};
+        static const DevSpec stick_disk = {.node = "sdh", .removable = TRUE};
         int order[] = {0, 1, 2, 3};
         int count = 0;
         do {
@@ -3647,6 +3648,10 @@ static void test_perm_disturbed(Fixture *f, gconstpointer data)
                                 run_clear(&r);
                                 world_remove(f, &stick);
                                 run_udev_action(f, &stick, "remove", NULL, &r);
+                                run_clear(&r);
+                                /* and its disk (listed whole, starred, while it is there) */
+                                world_remove(f, &stick_disk);
+                                run_udev_action(f, &stick_disk, "remove", NULL, &r);
                                 run_clear(&r);
                         }
                 }
@@ -3824,6 +3829,42 @@ static void test_doubt_stall_keeps_registered(Fixture *f, gconstpointer data)
         assert_registry("/dev/sdc1,/dev/sdd1");
 }
 
+/* Remedies that work: `boot` says once which fixed disks the boot does not name are untrusted, each
+ * with its trusted_disk= line by-path; the event of an untrusted btrfs device names `mount -o
+ * device=` and trusted_disk=, never `btrfs device scan` (the patched kernel answers a scan of a
+ * listed device with success and registers nothing). */
+static void test_doubt_remedies(Fixture *f, gconstpointer data)
+{
+        static const DevSpec devs[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home", .partlabel = "home"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "var", .partlabel = "var"},
+        };
+        const char *args[] = {"boot", NULL};
+        Run r;
+
+        world_add_all(f, devs, G_N_ELEMENTS(devs));
+        make_link("/dev/disk/by-path/pci-0000:00:17.0-ata-2", "/dev/sdb");
+        set_config(f, "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root ro");
+        run_helper(f, &r, args);
+        g_assert_cmpint(r.status, ==, 0);
+        g_auto(GStrv) parts = g_strsplit(r.err, "fixed disk(s) the boot does not name", -1);
+        g_assert_cmpuint(g_strv_length(parts), ==, 2); /* said once */
+        g_assert_nonnull(strstr(r.err, "/dev/sdb: trusted_disk=/dev/disk/by-path/pci-0000:00:17.0-ata-2"));
+        g_assert_null(strstr(r.err, "/dev/sda:"));
+        run_clear(&r);
+
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        g_assert_nonnull(strstr(r.err, "mount -o device=/dev/sdb1"));
+        g_assert_nonnull(strstr(r.err, "trusted_disk=/dev/disk/by-path/"));
+        g_assert_null(strstr(r.err, "btrfs device scan"));
+        run_clear(&r);
+}
+
 /* once per clone policy: NAME/skip-all and NAME/active */
 static void add_p(const char *name, void (*fn)(Fixture *, gconstpointer))
 {
@@ -3961,6 +4002,7 @@ int main(int argc, char **argv)
         add("/helper/lost/remove", test_lost_remove);
         add("/helper/doubt/boot-stall", test_doubt_boot_stall);
         add("/helper/doubt/stall-keeps-registered", test_doubt_stall_keeps_registered);
+        add("/helper/doubt/remedies", test_doubt_remedies);
         add("/helper/lost/reconcile-verb", test_lost_reconcile_verb);
         g_test_add("/helper/lost/late-disks/a-first", Fixture, "a-first", fixture_setup, test_lost_late_disks,
                    fixture_teardown);

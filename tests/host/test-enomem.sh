@@ -119,8 +119,10 @@ check() {
     elif [ "$list" = "$held" ]; then
         want=
     fi
+    # (by itself, or by its whole disk in the starred form: a run that lost trust in it, untrusted
+    # hot-pluggable storage)
     for l in ${want//,/ }; do
-        grep -q "\(^\|,\)$l\(,\|$\)" <<<"$list" || bad "skip list without $l: '$list' (held before: '$held')"
+        grep -q "\(^\|,\)$l\*\{0,1\}\(,\|$\)" <<<"$list" || bad "skip list without $l: '$list' (held before: '$held')"
     done
     return 0
 }

@@ -1459,9 +1459,9 @@ static int unread_in_doubt(struct bsg_devs *devs, int err)
         return err;
 }
 
-/* A read that has not answered for this long is left to its reader, and the devices after it go to a
- * new reader: one stalled device (a stick whose reads hang) costs the others nothing, and the whole
- * run stays within its one deadline. */
+/* A read that has not answered for this long, its reader blocked (not merely slow), is left to its
+ * reader, and the devices after it go to a new reader: one stalled device (a stick whose reads hang)
+ * costs the others nothing, and the whole run stays within its one deadline. */
 #define READ_STALL_USEC (200 * 1000)
 #define READERS_MAX 16
 
@@ -1473,6 +1473,24 @@ struct reader {
         bool in_table;   /* after order[pos - 1]'s superblock, its partition table */
         uint64_t since;  /* its last record */
 };
+
+/* Whether the reader PID is blocked (in a read or an open that waits: state D or S), not merely slow
+ * (runnable, on a busy machine or under valgrind): only a blocked reader hands its devices on. Without
+ * /proc, time alone decides. */
+static bool reader_blocked(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return true;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return true;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+        return !p || p[1] != ' ' || p[2] == 'D' || p[2] == 'S';
+}
 
 static int reader_start(struct reader *rd, const struct bsg_devs *devs, const size_t *order, size_t start,
                         size_t n)
@@ -1561,6 +1579,10 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
                 struct reader *last = &readers[n_readers - 1];
                 size_t next = last->in_table ? last->pos : last->pos + 1;
                 bool can_hand_off = spawn_ok && last->fd >= 0 && n_readers < READERS_MAX && next < last->end;
+                if (can_hand_off && now - last->since >= READ_STALL_USEC && !reader_blocked(last->pid)) {
+                        last->since = now; /* slow, not stalled: asked again a stall later */
+                        continue;
+                }
                 if (can_hand_off && now - last->since >= READ_STALL_USEC) {
                         r = reader_start(&readers[n_readers], devs, order, next, last->end);
                         if (r == 0) {

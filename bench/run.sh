@@ -96,9 +96,12 @@ done
 dd if="$work/clone-a.img" of="$work/superblock.bin" bs=4096 skip=16 count=1 status=none
 
 mkdir -p "$work/run"
-# loop devices are untrusted storage unless the configuration names them (issue 18): named, so that
-# the unique filesystem is scanned as on a disk; the boot names no disk (no EFI variables either)
-printf 'trusted_disk=%s\n' "${loops[@]}" >"$work/bench.conf"
+# loop devices are untrusted storage unless trusted (issue 18): named by the test build's seam
+# (trusted_disk= takes by-path names, which udev makes for no loop device), so that the unique
+# filesystem is scanned as on a disk; the boot names no disk (no EFI variables either)
+: >"$work/bench.conf"
+BTRFS_SCAN_GATE_TRUSTED_PATHS=$(IFS=:; echo "${loops[*]}")
+export BTRFS_SCAN_GATE_TRUSTED_PATHS
 echo "BOOT_IMAGE=/vmlinuz root=/dev/bench-none rw quiet" >"$work/cmdline"
 mkdir -p "$work/efivars"
 export BTRFS_SCAN_GATE_RUNDIR=$work/run BTRFS_SCAN_GATE_CONFIG=$work/bench.conf BTRFS_SCAN_GATE_CMDLINE=$work/cmdline \

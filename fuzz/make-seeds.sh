@@ -7,12 +7,13 @@
 #   OUT_DIR/slot/        CONFIG NUL CMDLINE NUL ROOT NUL LABEL... (see fuzz-slot.c)
 #   OUT_DIR/stack/       device-mapper tables as DM_TABLE_STATUS shows them (see fuzz-stack.c)
 #   OUT_DIR/mountinfo/   example /proc/self/mountinfo texts
+#   OUT_DIR/property/    generated worlds of devices (see fuzz-property.c)
 # The fuzzers' input formats are described at the top of each fuzz-*.c.
 set -euo pipefail
 images=$1 out=$2
 shift 2
 rm -rf "$out.tmp"
-mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo,rauc,partsets,stack}
+mkdir -p "$out.tmp"/{superblock,config,cmdline,skiplist,slot,mountinfo,rauc,partsets,stack,property}
 n=0
 for gz in "$images"/*.gz; do
     [ -e "$gz" ] || continue
@@ -76,6 +77,11 @@ w stack/two 'linear 8:1 0\nlinear 8:17 0\n'
 w mountinfo/simple '22 1 0:21 / / rw,relatime shared:1 - btrfs /dev/vda rw,space_cache=v2,subvolid=5,subvol=/\n23 22 0:5 / /proc rw,nosuid - proc proc rw\n'
 w mountinfo/overmount '22 1 0:21 / / rw - btrfs /dev/vda rw\n40 22 0:30 / / rw master:3 - overlay overlay rw,lowerdir=/a\n50 40 8:3 /@home /home rw - btrfs /dev/sda3 rw\n'
 w mountinfo/short '1 2 3 4 / x - \n- - - - - - - -\n'
+# worlds (fuzz-property.c): a trusted copy and a stick's copy of one fsid with a stalled stick; a
+# two-device filesystem, one member registered, beside an unreadable device; A/B clones
+w property/clone-and-stall '\0001\0003\0000\0000\0000\0000\0000\0000\0000\0000\0000\0001\0000\0000\0006\0000\0000\0001\0000\0000'
+w property/raid-and-doubt '\0000\0004\0000\0005\0000\0000\0000\0000\0000\0045\0000\0000\0000\0000\0007\0000\0000\0001\0000\0000\0006\0000\0000\0000\0000\0000'
+w property/ab-clones '\0001\0002\0000\0000\0000\0200\0000\0000\0000\0000\0000\0000\0000\0000'
 for f in "$@"; do
     [ -f "$f" ] && cp "$f" "$out.tmp/config/file-$(basename "$f")"
 done

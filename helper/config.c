@@ -75,13 +75,19 @@ static int parse_suffixes(const char *v, struct bsg_config *c)
         return 0;
 }
 
-/* /dev/disk/by-path/NAME or /dev/NAME, one component, no "..". */
+/* /dev/disk/by-path/NAME, one component, no "..". */
 static bool is_trusted_disk_name(const char *path)
 {
-        const char *name = strncmp(path, "/dev/disk/by-path/", 18) == 0 ? path + 18
-                           : strncmp(path, "/dev/", 5) == 0            ? path + 5
-                                                                        : NULL;
+        const char *name = strncmp(path, "/dev/disk/by-path/", 18) == 0 ? path + 18 : NULL;
         return name && name[0] && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
+}
+
+/* /dev/NAME, one component: a kernel name (sdb, nvme0n1, md127, dm-0, mmcblk0, loop0...). */
+static bool is_kernel_name(const char *path)
+{
+        const char *name = path + 5;
+        return strncmp(path, "/dev/", 5) == 0 && name[0] && !strchr(name, '/') && !streq(name, ".") &&
+               !streq(name, "..");
 }
 
 bool bsg_is_content_link(const char *path)
@@ -179,13 +185,19 @@ int bsg_config_parse(const char *text, size_t len, const char *filename, struct 
                                 BAD("trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is "
                                     "written or reported by the media itself (by-id: its model and serial): name "
                                     "the disk by-path");
-                        /* the rest is an allowlist: a place (by-path) or a kernel name; not /dev/md/NAME or
-                         * /dev/mapper/NAME (md superblocks and LVM metadata name them: a dm/md device is
-                         * trusted with the disks under it anyway), not by-partsets or by-loop-ref */
+                        /* a kernel name follows probe order: a stick present at power-on becomes sdb, and
+                         * md127 is whatever array assembles first (its members may be on a USB disk) */
+                        if (is_kernel_name(value))
+                                BAD("trusted_disk: a kernel name (/dev/sdb, /dev/nvme0n1, /dev/md127...) follows "
+                                    "probe order, which a stick present at power-on can take: name the disk by-path "
+                                    "(/dev/disk/by-path/NAME; a dm or md device is trusted with the disks under it)");
+                        /* the rest is an allowlist: a place (by-path); not /dev/md/NAME or /dev/mapper/NAME
+                         * (md superblocks and LVM metadata name them: a dm/md device is trusted with the
+                         * disks under it anyway), not by-partsets or by-loop-ref */
                         if (!is_trusted_disk_name(value))
-                                BAD("trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other "
-                                    "names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a "
-                                    "dm or md device is trusted with the disks under it");
+                                BAD("trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, "
+                                    "/dev/mapper/, by-partsets...) may come from the media, and a dm or md device "
+                                    "is trusted with the disks under it");
                         if (config->n_trusted_disks >= BSG_MAX_TRUSTED_DISKS)
                                 BAD("trusted_disk: more than 16 disks");
                         strcpy(config->trusted_disks[config->n_trusted_disks++], value);

@@ -20,7 +20,7 @@ struct bsg_config {
         char rauc_system_conf[256]; /* RAUC's system.conf ("" : none); default /etc/rauc/system.conf */
         char steamos_partsets[256]; /* SteamOS partset files ("" : none); default /efi/SteamOS/partsets */
         /* trusted_disk= (one per line, in addition to the fallback): block devices whose storage is
-         * trusted (a disk: its partitions too), as absolute paths such as /dev/disk/by-id/... */
+         * trusted (a disk: its partitions too), by their place: /dev/disk/by-path/NAME */
         char trusted_disks[BSG_MAX_TRUSTED_DISKS][BSG_TRUSTED_DISK_MAX];
         size_t n_trusted_disks;
 };
@@ -40,7 +40,7 @@ bool bsg_is_content_link(const char *path);
 /* Parses TEXT (LEN bytes) over CONFIG (start from bsg_config_init()). Keys: active_slot,
  * slot_suffixes (alias slot_partlabel_suffixes; comma-separated), clone_policy (skip-all|active),
  * rauc_system_conf, steamos_partsets (absolute paths, or empty to turn the source off), trusted_disk
- * (an absolute path under /dev; each line adds one, up to 16; an empty value forgets the earlier ones).
+ * (/dev/disk/by-path/NAME; each line adds one, up to 16; an empty value forgets the earlier ones).
  * Bad lines are reported through DIAG and skipped: the rest still counts. Returns the number of bad
  * lines (0 = clean). */
 int bsg_config_parse(const char *text, size_t len, const char *filename, struct bsg_config *config,

@@ -170,14 +170,14 @@ static bool behind_removable_port(const char *sysfs_link)
                 char attr[PATH_MAX + 16];
                 snprintf(attr, sizeof(attr), "%s/removable", path);
                 _cleanup_close_ int fd = open(attr, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0)
+                if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
                         continue;
-                ssize_t n = read(fd, v, sizeof(v) - 1);
-                if (n > 0) {
-                        v[n] = '\0';
-                        if (strncmp(v, "removable", 9) == 0)
-                                return true;
-                }
+                ssize_t n = fd < 0 ? -1 : read(fd, v, sizeof(v) - 1);
+                if (n <= 0)
+                        return true; /* there but unreadable: fail closed */
+                v[n] = '\0';
+                if (strncmp(v, "removable", 9) == 0)
+                        return true;
         }
         return false;
 }
@@ -241,13 +241,16 @@ static const char *fallback_untrusted_why(const char *disk, const char *sysfs_li
                 return nvme_head_untrusted_why(disk, uevent);
         if (strstr(sysfs_link, "/devices/virtual/"))
                 return "virtual device (loop, nbd, zram...)";
-        if (sysfs_read(disk, "removable", v, sizeof(v)) > 0 && v[0] == '1')
+        /* an attribute that cannot be read says nothing: hot-pluggable (fail closed) */
+        if (sysfs_read(disk, "removable", v, sizeof(v)) <= 0)
+                return "removable flag unreadable";
+        if (v[0] != '0')
                 return "removable media";
         if (is_hotplug_bus(uevent_value(uevent, "ID_BUS", v, sizeof(v))) || strstr(sysfs_link, "/usb") ||
             strstr(sysfs_link, "/firewire"))
                 return "USB or FireWire";
-        if (strstr(sysfs_link, "/mmc_host/") && sysfs_read(disk, "device/type", v, sizeof(v)) > 0 && streq(v, "SD"))
-                return "SD card";
+        if (strstr(sysfs_link, "/mmc_host/") && (sysfs_read(disk, "device/type", v, sizeof(v)) <= 0 || streq(v, "SD")))
+                return "SD card (or an MMC device of unreadable type)";
         if (strstr(sysfs_link, "/thunderbolt") || behind_removable_port(sysfs_link))
                 return "Thunderbolt/USB4 or another hot-plug port";
         return NULL;
@@ -1351,30 +1354,29 @@ static size_t probe_table(int fd, char *out, size_t size)
         return len;
 }
 
-/* The child: one open and one pread per device, results streamed into the pipe; a disk marked
- * probe_table has its partition table read on the same descriptor, sent as a second record. */
-_Noreturn static void read_child(int out, const struct bsg_devs *devs, size_t first)
+/* The child: one open and one pread per device of ORDER[START..N), results streamed into the pipe; a
+ * disk marked probe_table has its partition table read on the same descriptor, sent as a second
+ * record. */
+_Noreturn static void read_child(int out, const struct bsg_devs *devs, const size_t *order, size_t start, size_t n)
 {
         static struct read_record rec;
 
         /* never hold udev's stdout/stderr open: udev waits for them to close */
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
-        for (size_t k = 0; k <= devs->n; k++) {
-                size_t i = k == 0 ? first : k - 1;
-                if (i >= devs->n || (k > 0 && i == first) || devs->v[i].skip_read)
-                        continue;
+        for (size_t k = start; k < n; k++) {
+                size_t i = order[k];
                 memset(&rec, 0, sizeof(rec));
                 rec.index = (uint32_t)i;
                 int fd = open(devs->v[i].devnode, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0)
                         rec.result = -errno;
                 else {
-                        ssize_t n;
+                        ssize_t r;
                         do
-                                n = pread(fd, rec.buf, sizeof(rec.buf), BSG_SUPER_OFFSET);
-                        while (n < 0 && errno == EINTR);
-                        rec.result = n < 0 ? -errno : (int32_t)n;
+                                r = pread(fd, rec.buf, sizeof(rec.buf), BSG_SUPER_OFFSET);
+                        while (r < 0 && errno == EINTR);
+                        rec.result = r < 0 ? -errno : (int32_t)r;
                 }
                 if (write_all(out, &rec, sizeof(rec)) < 0)
                         _exit(1);
@@ -1457,80 +1459,191 @@ static int unread_in_doubt(struct bsg_devs *devs, int err)
         return err;
 }
 
-int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_usec)
-{
-        static struct read_record rec;
-        int pipefd[2];
-        size_t got = 0;
-        bool *done;
-        pid_t pid;
+/* A read that has not answered for this long, its reader blocked (not merely slow), is left to its
+ * reader, and the devices after it go to a new reader: one stalled device (a stick whose reads hang)
+ * costs the others nothing, and the whole run stays within its one deadline. */
+#define READ_STALL_USEC (200 * 1000)
+#define READERS_MAX 16
 
-        done = calloc(devs->n + 1, sizeof(bool));
-        if (!done)
-                return unread_in_doubt(devs, -ENOMEM);
-        if (pipe2(pipefd, O_CLOEXEC) < 0) {
-                free(done);
-                return unread_in_doubt(devs, -errno);
-        }
-        pid = fork();
+/* One reader child: it reads ORDER[pos..end) (end moves down when a newer reader takes the rest). */
+struct reader {
+        pid_t pid;
+        int fd;          /* -1: done with */
+        size_t pos, end; /* the device it reads now is order[pos] */
+        bool in_table;   /* after order[pos - 1]'s superblock, its partition table */
+        uint64_t since;  /* its last record */
+};
+
+/* Whether the reader PID is blocked (in a read or an open that waits: state D or S), not merely slow
+ * (runnable, on a busy machine or under valgrind): only a blocked reader hands its devices on. Without
+ * /proc, time alone decides. */
+static bool reader_blocked(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return true;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return true;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+        return !p || p[1] != ' ' || p[2] == 'D' || p[2] == 'S';
+}
+
+static int reader_start(struct reader *rd, const struct bsg_devs *devs, const size_t *order, size_t start,
+                        size_t n)
+{
+        int pipefd[2];
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
         if (pid < 0) {
                 int r = -errno;
                 close(pipefd[0]);
                 close(pipefd[1]);
-                free(done);
-                return unread_in_doubt(devs, r);
+                return r;
         }
         if (pid == 0) {
                 close(pipefd[0]);
-                read_child(pipefd[1], devs, first);
+                read_child(pipefd[1], devs, order, start, n);
         }
         close(pipefd[1]);
+        *rd = (struct reader){.pid = pid, .fd = pipefd[0], .pos = start, .end = n, .since = bsg_now_usec()};
+        return 0;
+}
 
-        for (;;) {
+static void reader_stop(struct reader *rd)
+{
+        if (rd->fd < 0)
+                return;
+        close(rd->fd);
+        rd->fd = -1;
+        if (waitpid(rd->pid, NULL, WNOHANG) == 0) {
+                /* still blocked in a read: kill it and don't wait (a read in D state outlives SIGKILL) */
+                kill(rd->pid, SIGKILL);
+                (void)waitpid(rd->pid, NULL, WNOHANG);
+        }
+}
+
+/* Takes one record from RD (a record is written whole by its only writer: the rest of it is read
+ * blocking, bounded by the pipe's size). Returns 1, or 0 at EOF (the reader is done). */
+static int reader_take(struct reader *rd, struct read_record *rec)
+{
+        size_t have = 0;
+        while (have < sizeof(*rec)) {
+                ssize_t n = read(rd->fd, (uint8_t *)rec + have, sizeof(*rec) - have);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return 0;
+                have += (size_t)n;
+        }
+        rd->since = bsg_now_usec();
+        return 1;
+}
+
+int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_usec)
+{
+        static struct read_record rec;
+        struct reader readers[READERS_MAX];
+        size_t n_readers = 0, n = 0, left;
+        bool spawn_ok = true;
+        _cleanup_free_ size_t *order = calloc(devs->n + 1, sizeof(size_t));
+        _cleanup_free_ bool *done = calloc(devs->n + 1, sizeof(bool));
+        int r;
+
+        if (!order || !done)
+                return unread_in_doubt(devs, -ENOMEM);
+        /* the event's device first */
+        if (first < devs->n && !devs->v[first].skip_read)
+                order[n++] = first;
+        for (size_t i = 0; i < devs->n; i++)
+                if (i != first && !devs->v[i].skip_read)
+                        order[n++] = i;
+        if (n == 0)
+                return 0;
+        r = reader_start(&readers[n_readers], devs, order, 0, n);
+        if (r < 0)
+                return unread_in_doubt(devs, r);
+        n_readers++;
+        left = n;
+
+        while (left > 0) {
                 uint64_t now = bsg_now_usec();
                 if (now >= deadline_usec)
                         break;
-                struct pollfd p = {.fd = pipefd[0], .events = POLLIN};
-                int timeout_ms = (int)((deadline_usec - now + 999) / 1000);
-                int r = poll(&p, 1, timeout_ms);
-                if (r < 0 && errno == EINTR)
+                /* the newest reader (it has the devices nobody else reads) has stalled: the devices
+                 * after the one it waits for go to a new reader */
+                struct reader *last = &readers[n_readers - 1];
+                size_t next = last->in_table ? last->pos : last->pos + 1;
+                bool can_hand_off = spawn_ok && last->fd >= 0 && n_readers < READERS_MAX && next < last->end;
+                if (can_hand_off && now - last->since >= READ_STALL_USEC && !reader_blocked(last->pid)) {
+                        last->since = now; /* slow, not stalled: asked again a stall later */
                         continue;
-                if (r <= 0)
+                }
+                if (can_hand_off && now - last->since >= READ_STALL_USEC) {
+                        r = reader_start(&readers[n_readers], devs, order, next, last->end);
+                        if (r == 0) {
+                                last->end = next;
+                                n_readers++;
+                        } else
+                                spawn_ok = false; /* no new reader: the rest waits for this one */
+                        continue;
+                }
+                struct pollfd p[READERS_MAX];
+                size_t map[READERS_MAX], np = 0;
+                for (size_t k = 0; k < n_readers; k++)
+                        if (readers[k].fd >= 0) {
+                                p[np] = (struct pollfd){.fd = readers[k].fd, .events = POLLIN};
+                                map[np++] = k;
+                        }
+                if (np == 0)
                         break;
-                /* a record is written whole; read it whole (blocking for the rest is bounded by pipe size) */
-                ssize_t n = 0;
-                size_t have = 0;
-                while (have < sizeof(rec)) {
-                        n = read(pipefd[0], (uint8_t *)&rec + have, sizeof(rec) - have);
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n <= 0)
-                                break;
-                        have += (size_t)n;
-                }
-                if (have < sizeof(rec))
-                        break; /* EOF: the child is done */
-                if (rec.kind == 1) {
-                        if (rec.index < devs->n && rec.result > 0 && (size_t)rec.result < sizeof(rec.buf) &&
-                            !devs->v[rec.index].part_table)
-                                devs->v[rec.index].part_table = strndup((const char *)rec.buf, (size_t)rec.result);
+                uint64_t wake = deadline_usec;
+                if (can_hand_off && last->since + READ_STALL_USEC < wake)
+                        wake = last->since + READ_STALL_USEC;
+                int timeout_ms = wake > now ? (int)((wake - now + 999) / 1000) : 0;
+                int pr = poll(p, np, timeout_ms);
+                if (pr < 0 && errno == EINTR)
                         continue;
-                }
-                if (rec.index < devs->n && !done[rec.index]) {
-                        done[rec.index] = true;
-                        classify(&devs->v[rec.index], rec.buf, rec.result);
-                        got++;
+                if (pr < 0)
+                        break;
+                for (size_t q = 0; q < np; q++) {
+                        if (!p[q].revents)
+                                continue;
+                        struct reader *rd = &readers[map[q]];
+                        if (!reader_take(rd, &rec)) {
+                                reader_stop(rd); /* EOF: done */
+                                continue;
+                        }
+                        if (rec.index >= devs->n)
+                                continue;
+                        if (rec.kind == 1) {
+                                rd->in_table = false;
+                                if (rec.result > 0 && (size_t)rec.result < sizeof(rec.buf) &&
+                                    !devs->v[rec.index].part_table)
+                                        devs->v[rec.index].part_table = strndup((const char *)rec.buf,
+                                                                                (size_t)rec.result);
+                        } else {
+                                rd->pos++;
+                                rd->in_table = devs->v[rec.index].probe_table && rec.result >= 0;
+                                if (!done[rec.index]) {
+                                        done[rec.index] = true;
+                                        classify(&devs->v[rec.index], rec.buf, rec.result);
+                                        left--;
+                                }
+                        }
+                        /* past its share (a newer reader has the rest), its table read too */
+                        if (rd->pos >= rd->end && !rd->in_table)
+                                reader_stop(rd);
                 }
         }
-        close(pipefd[0]);
-        if (waitpid(pid, NULL, WNOHANG) == 0) {
-                /* still blocked in a read: kill it and don't wait (a read in D state outlives SIGKILL) */
-                kill(pid, SIGKILL);
-                (void)waitpid(pid, NULL, WNOHANG);
-        }
+        for (size_t k = 0; k < n_readers; k++)
+                reader_stop(&readers[k]);
         for (size_t i = 0; i < devs->n; i++)
                 if (!done[i] && !devs->v[i].skip_read)
                         classify(&devs->v[i], NULL, -ETIMEDOUT);
-        free(done);
         return 0;
 }

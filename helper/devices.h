@@ -207,7 +207,9 @@ bool bsg_devnum_partitioned_disk(dev_t devnum);
 void bsg_devs_add_table_partuuids(struct bsg_devs *devs);
 
 /* Reads the superblock of every device not marked skip_read, each exactly once (one pread of 4 KiB at
- * 64 KiB), in a child process; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.
+ * 64 KiB), in child processes; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.
+ * One deadline for the whole run: a read that does not answer within 200 ms is left to its child and
+ * the devices after it go to a new one (at most 16), so a stalled device delays no other's read.
  * FIRST is read first (the device of the event), or SIZE_MAX. Then parses each and asks libblkid about
  * the same bytes. Returns 0 or -errno (fork/pipe failed). */
 int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_usec);

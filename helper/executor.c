@@ -53,7 +53,9 @@ void log_truncated_skip_list(const struct ctx *c, const struct plan *p)
                 return;
         for (size_t i = 0; i < c->n; i++) {
                 const struct entry *e = &c->e[i];
-                if (e->v.decision != BSG_SKIP || !e->pd.path_ok || list_has(p->skip_list, e->devnode))
+                char star[BSG_PATH_NAME_MAX + 2];
+                if (e->v.decision != BSG_SKIP || !e->pd.path_ok || list_has(p->skip_list, e->devnode) ||
+                    (plan_starred_disk(e, star, sizeof(star)) && list_has(p->skip_list, star)))
                         continue;
                 if (strlen(names) + strlen(e->devnode) + 2 < sizeof(names)) {
                         add_token(names, sizeof(names), e->devnode);

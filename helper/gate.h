@@ -196,6 +196,10 @@ void decide_trust(struct ctx *c);
 
 /* plan.c (pure) */
 void plan_decide(struct entry *e, size_t n, enum bsg_clone_policy clone_policy);
+/* The whole disk of E in the starred form ("/dev/sdb*") into BUF, when E (any verdict) is on
+ * hot-pluggable media nobody trusts and its node is that disk's or a partition's of it; false if not.
+ * The skip list names such a disk so, unless a device on it is scan. */
+bool plan_starred_disk(const struct entry *e, char *buf, size_t size);
 /* The sorted skip list of the verdicts. Returns 0, -E2BIG (truncated list, *ret_dropped says how
  * many were left out), -ENOMEM. */
 int plan_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret_dropped);
@@ -234,7 +238,7 @@ enum plan_mode {
 };
 
 /* The kernel actions that bring the kernel to the decided state for every entry, in the one order
- * (skip list, scans, forgets). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
+ * (skip list, forgets, scans). TARGET is the event's entry (its scan is DEVICES_READY) or SIZE_MAX.
  * Returns 0 or -ENOMEM. */
 int plan_build(const struct entry *e, size_t n, size_t target, enum plan_mode mode, struct plan *ret_plan);
 void plan_done(struct plan *p);

@@ -253,6 +253,24 @@ static void drop_stale_names(struct ctx *c, const struct bsg_dev *d)
                         bsg_state_remove(&c->state, c->state.v[k - 1].devnum);
 }
 
+/* The `remove` event of D (the rules call the helper for every block device that goes: udev cannot
+ * probe a device whose reads stall, so ID_FS_TYPE says nothing of whether it has a record) concerns
+ * nobody when the inventory TEXT (NULL: none) has no record of it, no marker of a locked-out event names it, and
+ * it is no stacked device (whose former members are re-decided). */
+static bool remove_concerns_nobody(const struct bsg_dev *d, const char *text)
+{
+        const char *name = strrchr(d->devnode, '/');
+        char marker[4300];
+
+        name = name ? name + 1 : d->devnode;
+        if (!d->devnum || strncmp(name, "dm-", 3) == 0 || strncmp(name, "md", 2) == 0)
+                return false;
+        if (text && bsg_state_text_find(text, d->devnum))
+                return false;
+        snprintf(marker, sizeof(marker), "%s/pending/%u:%u", bsg_rundir_path(), major(d->devnum), minor(d->devnum));
+        return access(marker, F_OK) < 0 && errno == ENOENT;
+}
+
 /* The event's device: read it (unless its entry is current, or it is gone), lock, merge. */
 static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
@@ -285,6 +303,14 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         if (c->action == UDEV_ACTION_REMOVE) {
                 d->skip_read = true;
                 d->skip_read_why = "removed";
+                _cleanup_free_ char *text = NULL;
+                int rr = bsg_read_file(path, STATE_TEXT_MAX, &text, NULL);
+                if ((rr >= 0 || rr == -ENOENT) && remove_concerns_nobody(d, rr >= 0 ? text : NULL)) {
+                        bsg_devs_free(&c->devs);
+                        *ret_target = -1;
+                        *ret_lock_fd = -1;
+                        return 0; /* no entries: nothing to decide, nothing to do */
+                }
         } else if (!full) {
                 _cleanup_free_ char *text = NULL;
                 if (bsg_read_file(path, STATE_TEXT_MAX, &text, NULL) < 0)

@@ -12,7 +12,8 @@
  * interface); superblock.c, policy.c, skiplist.c, config.c, cmdline.c, slot.c and plan.c are pure.
  *
  * Bounded time: every invocation has one deadline (--timeout, default 10 s). Superblock reads run in
- * a child process that streams results through a pipe; a read still blocked at the deadline is
+ * child processes that stream results through pipes (a read that stalls hands the devices after it
+ * to a new child: one stalled device delays no other's read); a read still blocked at the deadline is
  * abandoned (the child is killed and not waited for, so a read stuck in the block layer cannot hold
  * the helper, and the child has closed stdout/stderr so it cannot hold udev's pipe either). The lock
  * is taken with flock(LOCK_NB) polled until the same deadline; without it the helper decides and

@@ -15,8 +15,10 @@ bool bsg_skiplist_path_ok(const char *path)
         len = strlen(path);
         if (len > BSG_PATH_NAME_MAX)
                 return false;
+        /* '*' ends a whole-disk entry: the kernel refuses one anywhere else, and takes one at the end
+         * for the disk's partitions too */
         for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-                if (*p == ',' || *p <= ' ' || *p == 0x7f)
+                if (*p == ',' || *p <= ' ' || *p == 0x7f || *p == '*')
                         return false;
         return true;
 }
@@ -26,6 +28,15 @@ bool bsg_skiplist_entry_ok(const char *entry)
         if (entry && strncmp(entry, "PARTUUID=", 9) == 0) {
                 size_t l = strlen(entry + 9);
                 return l > 0 && l <= 36 && strspn(entry + 9, "0123456789abcdefABCDEF-") == l;
+        }
+        size_t l = entry ? strlen(entry) : 0;
+        if (l > 1 && entry[l - 1] == '*') {
+                char path[BSG_PATH_NAME_MAX + 1];
+                if (l - 1 > BSG_PATH_NAME_MAX)
+                        return false;
+                memcpy(path, entry, l - 1);
+                path[l - 1] = '\0';
+                return bsg_skiplist_path_ok(path);
         }
         return bsg_skiplist_path_ok(entry);
 }

@@ -8,11 +8,12 @@
 #define BSG_SKIPLIST_MAX 4095      /* bytes the kernel parameter takes */
 #define BSG_PATH_NAME_MAX 4087     /* BTRFS_PATH_NAME_MAX: the name field of btrfs_ioctl_vol_args */
 
-/* A path that can be listed in skip_scan and passed to the scan ioctls: absolute, no ',' and no
+/* A path that can be listed in skip_scan and passed to the scan ioctls: absolute, no ',', '*',
  * whitespace or control characters, at most BSG_PATH_NAME_MAX bytes. */
 bool bsg_skiplist_path_ok(const char *path);
-/* Whether ENTRY can be a skip_scan entry: a path as above, or PARTUUID=<1 to 36 hex digits and
- * dashes> (matched by the kernel against the partition table it read). */
+/* Whether ENTRY can be a skip_scan entry: a path as above; a whole disk's path with a trailing '*'
+ * (the kernel's starred form: the disk and each of its partitions); or PARTUUID=<1 to 36 hex digits
+ * and dashes> (matched by the kernel against the partition table it read). */
 bool bsg_skiplist_entry_ok(const char *entry);
 
 /* Formats PATHS (N of them, any order, duplicates allowed) sorted and deduplicated into a newly

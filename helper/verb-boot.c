@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `boot [--write-modprobe FILE] [--print-cmdline]`: before coldplug, decide for every block device,
  * write the skip list and scan what may be scanned. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -13,6 +17,70 @@
 #include "log.h"
 #include "skiplist.h"
 #include "util.h"
+
+/* The /dev/disk/by-path/ name of the whole disk whose sysfs path is DISK into BUF (a disk's link, not
+ * a partition's: its device number is the disk's); false if udev has made none (yet). */
+static bool disk_by_path(const char *disk, char *buf, size_t size)
+{
+        char path[PATH_MAX], v[32];
+        unsigned maj, min;
+        struct dirent *de;
+        bool found = false;
+        DIR *dir;
+
+        /* the disk's device number, from sysfs */
+        if (!bsg_join(path, sizeof(path), "/sys", bsg_disk_key(disk), "/dev", NULL))
+                return false;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        bool ok = fgets(v, sizeof(v), f) && sscanf(v, "%u:%u", &maj, &min) == 2;
+        fclose(f);
+        if (!ok || !(dir = opendir("/dev/disk/by-path")))
+                return false;
+        while (!found && (de = readdir(dir))) {
+                struct stat st;
+                if (de->d_name[0] == '.' || !bsg_join(path, sizeof(path), "/dev/disk/by-path/", de->d_name, NULL))
+                        continue;
+                found = stat(path, &st) == 0 && S_ISBLK(st.st_mode) && st.st_rdev == makedev(maj, min) &&
+                        (size_t)snprintf(buf, size, "%s", path) < size;
+        }
+        closedir(dir);
+        return found;
+}
+
+/* Once per boot: the fixed disks that are not trusted (the boot does not name them), each with the
+ * line that trusts it, so that a second internal disk is not left untrusted unsaid. */
+static void say_untrusted_fixed_disks(const struct ctx *c)
+{
+        char msg[2048] = "";
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n; i++) {
+                const struct entry *e = &c->e[i];
+                bool seen = false;
+                if (!e->pd.untrusted || !e->trust.class_known || !e->trust.class_fixed || e->trust.stacked || !e->disk)
+                        continue;
+                for (size_t k = 0; k < i && !seen; k++)
+                        seen = c->e[k].pd.untrusted && c->e[k].trust.class_known && c->e[k].trust.class_fixed &&
+                               !c->e[k].trust.stacked && c->e[k].disk && streq(c->e[k].disk, e->disk);
+                if (seen)
+                        continue;
+                const char *name = strrchr(e->disk, '/');
+                char line[PATH_MAX + 64], link[PATH_MAX];
+                if (disk_by_path(e->disk, link, sizeof(link)))
+                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=%s", n ? "; " : "", name ? name + 1 : e->disk, link);
+                else
+                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=/dev/disk/by-path/... (its link, once udev has made it)",
+                                 n ? "; " : "", name ? name + 1 : e->disk);
+                if (strlen(msg) + strlen(line) + 1 < sizeof(msg))
+                        strcat(msg, line);
+                n++;
+        }
+        if (n)
+                log_msg("%zu fixed disk(s) the boot does not name, not trusted storage; the line that trusts each (in "
+                        "/etc/btrfs-scan-gate.conf, and the initramfs's copy): %s", n, msg);
+}
 
 int run_boot(struct ctx *c)
 {
@@ -38,6 +106,7 @@ int run_boot(struct ctx *c)
                 trust_describe(c, trust, sizeof(trust));
                 bsg_log_journal(LOG_NOTICE, trust);
                 log_debug("%s", trust);
+                say_untrusted_fixed_disks(c);
         }
         if (c->dry_run || c->verbose)
                 for (size_t i = 0; i < c->n; i++) {

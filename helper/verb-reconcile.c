@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* `reconcile`: for updaters and timers. Reads no device: takes the lock, folds in what events that
  * timed out on the lock left, drops the entries of devices that are gone, re-decides every device
- * of the inventory and brings the kernel to that state (skip list, scans, forgets). */
+ * of the inventory and brings the kernel to that state (skip list, forgets, scans). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -103,9 +103,11 @@ static void log_security_reason(const struct entry *t, bool acting)
                 log_msg("%s: superblock unreadable and never read before: %s, never scanned", t->devnode, listed);
                 break;
         case BSG_REASON_UNTRUSTED:
-                log_msg("%s: not trusted storage: %s, never scanned (mount it with device=, or "
-                        "`btrfs device scan` it first)",
-                        t->devnode, listed);
+                /* not `btrfs device scan`: the patched kernel answers a scan of a listed device with
+                 * success and registers nothing; a mount-time scan is never skipped */
+                log_msg("%s: not trusted storage: %s, never scanned (mount it naming its devices, "
+                        "`mount -o device=%s ...`, or trust its disk with trusted_disk=/dev/disk/by-path/...)",
+                        t->devnode, listed, t->devnode);
                 break;
         default:
                 break;

@@ -11,6 +11,8 @@
 # Nothing is written to the kernel (--dry-run: no ioctl, no skip list, no state).
 # env: BSG_HELPER (helper binary), BSG_HELPER_WRAPPER (command prefix, e.g. valgrind ...), TMPDIR.
 set -euo pipefail
+. "$(dirname "$0")/by-path.sh"
+bsg_by_path_ns "$@"
 
 helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
 read -r -a wrapper <<<"${BSG_HELPER_WRAPPER:-}"
@@ -102,9 +104,9 @@ craft "$work/mu.img" --metadata-uuid "$fsid" --dev-fsid "$fsid" --generation 999
 root=$(attach "$work/root.img")
 # loop devices are untrusted unless trusted_disk= names them (issue 18): the root stands in for
 # internal storage in every run; a "fixed" crafted device is named too (fixed.conf), a stick is not
-printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$root" >"$work/gate.conf"
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$(bsg_by_path "$root")" >"$work/gate.conf"
 fixed() { # fixed DEV: a configuration naming the root and DEV trusted
-    printf 'clone_policy=skip-all\ntrusted_disk=%s\ntrusted_disk=%s\n' "$root" "$1" >"$work/fixed.conf"
+    printf 'clone_policy=skip-all\ntrusted_disk=%s\ntrusted_disk=%s\n' "$(bsg_by_path "$root")" "$(bsg_by_path "$1")" >"$work/fixed.conf"
 }
 for variant in stick stick2; do
     st=$(attach "$work/$variant.img")

@@ -12,6 +12,8 @@
 # lines and "skip_scan=...") and `udev --dry-run DEVNODE` (KEY=VALUE).
 # env: BSG_HELPER (helper binary), BSG_HELPER_WRAPPER (command prefix, e.g. valgrind ...), TMPDIR.
 set -euo pipefail
+. "$(dirname "$0")/by-path.sh"
+bsg_by_path_ns "$@"
 
 helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
 read -r -a wrapper <<<"${BSG_HELPER_WRAPPER:-}"
@@ -48,7 +50,7 @@ attach() { # attach FILE [OFFSET] -> prints the loop device
     l=$(losetup --show -f ${2:+--offset "$2"} "$1") || { echo "SKIP: losetup failed (no free loop device?)" >&2; exit 77; }
     echo "$l" >>"$work/loops"
     # the loop devices stand in for internal storage: the configuration names them (issue 18)
-    echo "trusted_disk=$l" >>"$work/gate.conf"
+    echo "trusted_disk=$(bsg_by_path "$l")" >>"$work/gate.conf"
     echo "$l"
 }
 
@@ -74,8 +76,8 @@ expect_verdict() { # expect_verdict OUT DEVNODE "DECISION REASON" WHY
     if [ "$got" = "$3" ]; then echo "ok: $2 $got ($4)"; else fail "$2: '$got', expected '$3' ($4)"; fi
 }
 skip_list() { sed -n 's/^skip_scan=//p' "$1"; }
-listed() { # listed OUT DEVNODE: is DEVNODE in the skip list
-    case ",$(skip_list "$1")," in *",$2,"*) return 0 ;; esac
+listed() { # listed OUT DEVNODE: is DEVNODE in the skip list (itself, or its whole disk starred)
+    case ",$(skip_list "$1")," in *",$2,"* | *",$2*,"*) return 0 ;; esac
     return 1
 }
 
@@ -154,7 +156,7 @@ for want in BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=untrusted BTRFS
     grep -qx "$want" "$work/untrusted-udev.out" || fail "udev $u1: no '$want' in $(tr '\n' ' ' <"$work/untrusted-udev.out")"
 done
 # named, the same device is trusted: a unique filesystem, scanned
-printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$u1" >"$work/gate.conf"
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$(bsg_by_path "$u1")" >"$work/gate.conf"
 boot_dry "$work/named.out"
 expect_verdict "$work/named.out" "$u1" "scan unique" "the same loop device named by trusted_disk="
 # a dm device is trusted only over trusted storage (its slaves), and its slave is its member

@@ -21,6 +21,8 @@
 # env: BSG_HELPER (plain helper with test seams), BSG_ENOMEM_SHIM, BSG_SHIM (badinput-shim.so),
 #      TMPDIR. Exit 77 (skip) only when not root or without loop devices.
 set -euo pipefail
+. "$(dirname "$0")/by-path.sh"
+bsg_by_path_ns "$@"
 
 helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
 enomem=${BSG_ENOMEM_SHIM:?BSG_ENOMEM_SHIM must name enomem-shim.so}
@@ -67,7 +69,7 @@ echo "enomem: clones $L1 $L2, unique $L3"
 command -v udevadm >/dev/null && { udevadm settle --timeout=30 >>"$log" 2>&1 || true; }
 
 # the loop devices stand in for internal storage: the configuration names them (issue 18)
-printf 'trusted_disk=%s\n' "${loops[@]}" >"$work/empty.conf"
+for l in "${loops[@]}"; do printf 'trusted_disk=%s\n' "$(bsg_by_path "$l")"; done >"$work/empty.conf"
 : >"$work/control"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
 
@@ -117,8 +119,10 @@ check() {
     elif [ "$list" = "$held" ]; then
         want=
     fi
+    # (by itself, or by its whole disk in the starred form: a run that lost trust in it, untrusted
+    # hot-pluggable storage)
     for l in ${want//,/ }; do
-        grep -q "\(^\|,\)$l\(,\|$\)" <<<"$list" || bad "skip list without $l: '$list' (held before: '$held')"
+        grep -q "\(^\|,\)$l\*\{0,1\}\(,\|$\)" <<<"$list" || bad "skip list without $l: '$list' (held before: '$held')"
     done
     return 0
 }

@@ -32,6 +32,8 @@ trap cleanup EXIT
 mount -t tmpfs -o mode=0755 bsg-journal-run /run
 mkdir -p "$work/upper" "$work/wk"
 mount -t overlay bsg-journal-dev -o "lowerdir=/dev,upperdir=$work/upper,workdir=$work/wk" /dev
+. "$(dirname "$0")/by-path.sh"
+BSG_BY_PATH_NS=1 bsg_by_path_ns
 
 truncate -s 120M "$work/fs.img"
 mkfs.btrfs -f "$work/fs.img" >"$work/mkfs.log" 2>&1 || fail "mkfs.btrfs"
@@ -55,7 +57,7 @@ ln -s "$work/log.sock" /dev/log
 : >"$work/journal.txt"
 
 # the loop device stands in for internal storage: the configuration names it (issue 18)
-printf 'trusted_disk=%s\n' "$loop" >"$work/gate.conf"
+printf 'trusted_disk=%s\n' "$(bsg_by_path "$loop")" >"$work/gate.conf"
 export BTRFS_SCAN_GATE_CONFIG=$work/gate.conf
 
 run() { # run NAME ENV... -- ARGS...: the helper with ENV, output in $work/NAME.{out,err}

@@ -20,6 +20,8 @@
 # env: BSG_HELPER (helper with test seams), BSG_HELPER_WRAPPER (command prefix, e.g. valgrind ...),
 #      BSG_SHIM (badinput-shim.so), TMPDIR. Exit 77 (skip) only when not root or without loop devices.
 set -euo pipefail
+. "$(dirname "$0")/by-path.sh"
+bsg_by_path_ns "$@"
 
 helper=${BSG_HELPER:?BSG_HELPER must name the helper binary}
 shim=${BSG_SHIM:?BSG_SHIM must name badinput-shim.so}
@@ -108,7 +110,7 @@ if command -v udevadm >/dev/null; then
 fi
 btrfs device scan --forget "$loop" >>"$log" 2>&1 || true
 # the loop device stands in for internal storage: the configuration names it (issue 18)
-echo "trusted_disk=$loop" >"$work/empty.conf"
+echo "trusted_disk=$(bsg_by_path "$loop")" >"$work/empty.conf"
 echo "BOOT_IMAGE=/vmlinuz root=/dev/nonexistent" >"$work/cmdline"
 
 # udev's `change` event of $loop, with the shim; $1: "face" (A for the helper's reads), "label" (B'

@@ -36,6 +36,8 @@ if [ -z "${BSG_HOST_IN_NS:-}" ]; then
     BSG_HOST_IN_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
 fi
 mount -t tmpfs -o mode=0755 bsg-host-run /run
+. "$(dirname "$0")/by-path.sh"
+BSG_BY_PATH_NS=1 bsg_by_path_ns
 mkdir -p /run/udev/data
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/bsg-host.XXXXXX")
@@ -111,7 +113,7 @@ attach() { # attach VAR FILE: VAR=the loop device (recorded for the cleanup)
     l=$(losetup --find --show "$2")
     loops+=("$l")
     # the loop devices stand in for internal storage: the configuration names them (issue 18)
-    echo "trusted_disk=$l" >>"$BTRFS_SCAN_GATE_CONFIG"
+    echo "trusted_disk=$(bsg_by_path "$l")" >>"$BTRFS_SCAN_GATE_CONFIG"
     printf -v "$1" '%s' "$l"
 }
 

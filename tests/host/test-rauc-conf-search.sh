@@ -26,6 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mount -t tmpfs -o mode=0755 bsg-rauc-run /run
+. "$(dirname "$0")/by-path.sh"
+BSG_BY_PATH_NS=1 bsg_by_path_ns
 for d in etc usr-lib; do mkdir -p "$work/$d/upper" "$work/$d/work"; done
 mount -t overlay bsg-etc -o "lowerdir=/etc,upperdir=$work/etc/upper,workdir=$work/etc/work" /etc
 mount -t overlay bsg-usrlib -o "lowerdir=/usr/lib,upperdir=$work/usr-lib/upper,workdir=$work/usr-lib/work" /usr/lib
@@ -36,7 +38,7 @@ mkfs.btrfs -f "$work/fs.img" >"$work/mkfs.log" 2>&1 || fail "mkfs.btrfs"
 loop=$(losetup --show -f "$work/fs.img") || { echo "SKIP: no free loop device"; exit 77; }
 # loop devices are untrusted unless the configuration names them (issue 18): this one stands in for
 # internal storage
-printf 'trusted_disk=%s\n' "$loop" >"$work/gate.conf"
+printf 'trusted_disk=%s\n' "$(bsg_by_path "$loop")" >"$work/gate.conf"
 
 conf() { # conf DIR BOOTNAME: a system.conf in DIR naming the loop device slot BOOTNAME
     mkdir -p "$1"
@@ -63,6 +65,6 @@ expect "/usr/lib/rauc again" B
 conf /etc/rauc A
 conf /run/rauc B
 expect "/etc/rauc wins over /run/rauc" A
-printf 'rauc_system_conf=/run/rauc/system.conf\ntrusted_disk=%s\n' "$loop" >"$work/explicit.conf"
+printf 'rauc_system_conf=/run/rauc/system.conf\ntrusted_disk=%s\n' "$(bsg_by_path "$loop")" >"$work/explicit.conf"
 expect "an explicit rauc_system_conf= is read alone" B "$work/explicit.conf"
 echo "PASS: system.conf found in RAUC's order (/etc/rauc, /run/rauc, /usr/lib/rauc); an explicit path read alone"

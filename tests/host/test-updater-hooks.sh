@@ -33,6 +33,8 @@ if [ -z "${BSG_HOST_IN_NS:-}" ]; then
     BSG_HOST_IN_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
 fi
 mount -t tmpfs -o mode=0755 bsg-hooks-run /run
+. "$(dirname "$0")/by-path.sh"
+BSG_BY_PATH_NS=1 bsg_by_path_ns
 mkdir -p /run/udev/data
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/bsg-hooks.XXXXXX")
@@ -100,7 +102,7 @@ attach() {
     l=$(losetup --find --show "$2")
     loops+=("$l")
     printf -v "$1" '%s' "$l"
-    echo "trusted_disk=$l" >>"$BTRFS_SCAN_GATE_CONFIG"
+    echo "trusted_disk=$(bsg_by_path "$l")" >>"$BTRFS_SCAN_GATE_CONFIG"
 }
 
 fsid=$(cat /proc/sys/kernel/random/uuid)

@@ -686,9 +686,21 @@ static char *skip_scan_contents(void)
         return s;
 }
 
-/* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. */
+/* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. Every
+ * /dev/disk/by-path/pci-test-NAME it names is made a link to the testbed's /dev/NAME first, as udev
+ * would have made one (trusted_disk= takes by-path names only). */
+#define BY_PATH_TEST "/dev/disk/by-path/pci-test-"
 static void set_config(Fixture *f, const char *text)
 {
+        for (const char *p = text; (p = strstr(p, BY_PATH_TEST)); p += strlen(BY_PATH_TEST)) {
+                g_autofree char *name = g_strndup(p + strlen(BY_PATH_TEST), strcspn(p + strlen(BY_PATH_TEST), "\n\" "));
+                g_autofree char *link = g_strdup_printf(BY_PATH_TEST "%s", name);
+                g_autofree char *target = g_strdup_printf("/dev/%s", name);
+                g_autofree char *file = tb_path(link);
+                struct stat st;
+                if (lstat(file, &st) < 0)
+                        make_link(link, target);
+        }
         write_file(f->config, text, -1);
 }
 
@@ -1269,7 +1281,7 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
                  NULL, NULL, "0"},
                 {"loop9", "virtual/block", {NULL}, NULL, NULL, "0"},
                 {"nbd3", "virtual/block", {NULL}, NULL, NULL, "0"},
-                {"loop8", "virtual/block", {NULL}, NULL, "trusted_disk=/dev/loop8\n", "1"},
+                {"loop8", "virtual/block", {NULL}, NULL, "trusted_disk=" BY_PATH_TEST "loop8\n", "1"},
                 {"nvme1n1", "pci0000:00/0000:00:07.0/0000:05:00.0/domain0/thunderbolt/0-1/nvme/nvme1/block", {NULL},
                  NULL, NULL, "0"},
                 {"mmcblk1", "pci0000:00/0000:00:1c.0/mmc_host/mmc1/mmc1:aaaa/block", {"device/type", "SD", NULL},
@@ -1285,6 +1297,17 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
                 g_test_message("trust case %s", cases[i].node);
                 g_assert_cmpstr(trust_of(f, cases[i].node, cases[i].id_bus), ==, cases[i].want);
         }
+        /* the class test fails closed: a removable flag that cannot be read, or an mmc device whose
+         * type cannot be read, is hot-pluggable (both counted as fixed storage on 5430f93) */
+        set_config(f, "");
+        trust_add(f, "sdu", "pci0000:00/0000:00:17.0/ata4/host3/target3:0:0/3:0:0:0/block", NULL);
+        g_autofree char *removable = g_build_filename(tb_root, g_hash_table_lookup(f->syspaths, "sdu"), "removable", NULL);
+        g_assert_cmpint(unlink(removable), ==, 0);
+        g_assert_cmpint(mkdir(removable, 0755), ==, 0); /* read() gives EISDIR */
+        g_assert_cmpstr(trust_of(f, "sdu", NULL), ==, "0");
+        trust_add(f, "mmcblk3", "pci0000:00/0000:00:1c.1/mmc_host/mmc3/mmc3:0001/block", NULL);
+        g_assert_cmpstr(trust_of(f, "mmcblk3", NULL), ==, "0");
+
         /* dm over trusted storage is trusted; over a loop device, or over one untrusted slave, not */
         trust_add(f, "dm-7", "virtual/block", (const char *[]){"slaves/sdq", "", NULL});
         trust_add(f, "dm-8", "virtual/block", (const char *[]){"slaves/loop9", "", NULL});
@@ -1293,7 +1316,7 @@ static void test_trust_classes(Fixture *f, gconstpointer data)
         g_assert_cmpstr(trust_of(f, "dm-7", NULL), ==, "1");
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "0");
         g_assert_cmpstr(trust_of(f, "md9", NULL), ==, "0");
-        set_config(f, "trusted_disk=/dev/loop9\n");
+        set_config(f, "trusted_disk=" BY_PATH_TEST "loop9\n");
         g_assert_cmpstr(trust_of(f, "dm-8", NULL), ==, "1");
 
         /* a native NVMe multipath head lives under /devices/virtual/nvme-subsystem/: it is its paths'
@@ -1759,7 +1782,7 @@ static void test_trust_id_bus_kept(Fixture *f, gconstpointer data)
         run_helper(f, &r, status);
         g_assert_nonnull(strstr(r.out, "untrusted"));
         run_clear(&r);
-        assert_skip_scan("/dev/sdk1");
+        assert_skip_scan("/dev/sdk*"); /* hot-pluggable: its whole disk, starred */
 }
 
 /* Issue 18 item 1: trusted storage is an allowlist anchored on the disk the boot names. An MMC-type
@@ -1874,7 +1897,7 @@ static void test_trust_anchor_efivar_unreadable(Fixture *f, gconstpointer data)
         assert_kv(&r, "DECISION", "skip");
         run_clear(&r);
         /* the internal disk named by trusted_disk= stays trusted */
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sda\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "sda\n");
         run_udev(f, &anchor_parts[1], &r, FALSE);
         assert_kv(&r, "TRUSTED", "1");
         run_clear(&r);
@@ -2125,7 +2148,7 @@ static void test_trust_reannounce(Fixture *f, gconstpointer data)
         g_assert_false(reannounced(f, "mmcblk2"));
         g_assert_false(reannounced(f, "sda1"));
 
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/mmcblk2\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "mmcblk2\n");
         run_udev(f, &anchor_parts[2], &r, FALSE);
         run_clear(&r);
         g_assert_true(reannounced(f, "mmcblk2"));
@@ -2152,7 +2175,7 @@ static void test_trust_anchor_multi_device_root(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, G_N_ELEMENTS(devs));
         world_add(f, &anchor_card);
-        set_config(f, "trusted_disk=/dev/sdb\n");
+        set_config(f, "trusted_disk=" BY_PATH_TEST "sdb\n");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
         run_boot(f);
@@ -2229,7 +2252,7 @@ static void test_trust_anchor_card_root_fsid(Fixture *f, gconstpointer data)
                   (const char *[]){"device/type", "MMC", NULL});
         world_add_all(f, devs, n);
         world_add(f, card);
-        set_config(f, newer ? "trusted_disk=/dev/sdb\n" : "");
+        set_config(f, newer ? "trusted_disk=" BY_PATH_TEST "sdb\n" : "");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, single ? "BOOT_IMAGE=/boot/vmlinuz root=UUID=11111111-1111-4111-8111-111111111111 ro"
                               : "BOOT_IMAGE=/boot/vmlinuz root=UUID=44444444-4444-4444-8444-444444444444 ro");
@@ -2308,7 +2331,9 @@ static void test_trust_stale_class_diskseq(Fixture *f, gconstpointer data)
         g_assert_cmpuint(kernel_count("SCAN_DEV", "/dev/sdb1") + kernel_count("DEVICES_READY", "/dev/sdb1"), ==, 0);
         g_autofree char *list = skip_scan_contents();
         g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
-        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1"));
+        /* listed: by itself, or (hot-pluggable now) by its whole disk, starred */
+        g_assert_true(g_strv_contains((const char *const *)items, "/dev/sdb1") ||
+                      g_strv_contains((const char *const *)items, "/dev/sdb*"));
 }
 
 /* Rewrites every line of the inventory: the flags field (the 18th) with BITS cleared. */
@@ -2456,7 +2481,7 @@ static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
         Run r;
 
         world_add_all(f, parts, G_N_ELEMENTS(parts));
-        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=/dev/sdc\n");
+        set_config(f, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "sdc\n");
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa1-0000-4000-8000-000000000001 ro "
                        "steamos.efi=PARTUUID=00000fa0-0000-4000-8000-000000000001");
         run_boot(f);
@@ -3592,6 +3617,7 @@ static void test_perm_disturbed(Fixture *f, gconstpointer data)
                                            .partlabel = "rootfs-A"};
         static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "rootfs",
                                       .partlabel = "rootfs-A", .removable = TRUE};
+        static const DevSpec stick_disk = {.node = "sdh", .removable = TRUE};
         int order[] = {0, 1, 2, 3};
         int count = 0;
         do {
@@ -3622,6 +3648,10 @@ static void test_perm_disturbed(Fixture *f, gconstpointer data)
                                 run_clear(&r);
                                 world_remove(f, &stick);
                                 run_udev_action(f, &stick, "remove", NULL, &r);
+                                run_clear(&r);
+                                /* and its disk (listed whole, starred, while it is there) */
+                                world_remove(f, &stick_disk);
+                                run_udev_action(f, &stick_disk, "remove", NULL, &r);
                                 run_clear(&r);
                         }
                 }
@@ -3695,6 +3725,144 @@ static void test_partitioned_disk_from_record(Fixture *f, gconstpointer data)
 static void add(const char *name, void (*fn)(Fixture *, gconstpointer))
 {
         g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Doubt stays where it starts: a device whose reads hang (a FIFO as its node: open() waits for a
+ * writer that never comes).                                                                         */
+
+static const DevSpec stall_stick = {.node = "sdb", .removable = TRUE};
+
+static void make_stalling(const DevSpec *s)
+{
+        g_autofree char *devnode = devnode_of(s);
+        g_autofree char *file = tb_path(devnode);
+        g_assert_cmpint(unlink(file), ==, 0);
+        g_assert_cmpint(mkfifo(file, 0644), ==, 0);
+        g_assert_cmpint(chmod(file, 01644), ==, 0);
+}
+
+/* The inventory's record kinds (helper/state.h enum bsg_record_kind, the line's 4th field). */
+enum { REC_BTRFS = 0, REC_UNKNOWN = 3, REC_ANY = -1 };
+
+/* Whether the inventory has a line for the device S, of kind KIND (REC_ANY: any). */
+static gboolean inventory_has(Fixture *f, const DevSpec *s, int kind)
+{
+        g_autofree char *path = g_build_filename(f->rundir, "devices", NULL);
+        g_autofree char *text = read_file(path);
+        g_autofree char *devnode = devnode_of(s);
+        g_autofree char *field = g_strdup_printf(" %s ", devnode);
+        g_auto(GStrv) lines = g_strsplit(text ? text : "", "\n", -1);
+        for (int i = 0; lines[i]; i++) {
+                unsigned maj, min;
+                unsigned long long seq, size;
+                int k;
+                if (lines[i][0] != '#' && strstr(lines[i], field) &&
+                    sscanf(lines[i], "%u:%u %llu %llu %d", &maj, &min, &seq, &size, &k) == 5 &&
+                    (kind == REC_ANY || k == kind))
+                        return TRUE;
+        }
+        return FALSE;
+}
+
+/* `boot` bounds its total time: a stalled device (enumerated before the others) costs the others
+ * nothing. On 5430f93 every read after it timed out: the RAID members were unknown, never scanned. */
+static void test_doubt_boot_stall(Fixture *f, gconstpointer data)
+{
+        const char *args[] = {"--read-timeout", "4", "boot", NULL};
+        Run r;
+
+        world_add_all(f, raid, 2);
+        world_add(f, &stall_stick);
+        make_stalling(&stall_stick);
+        gint64 t0 = g_get_monotonic_time();
+        run_helper(f, &r, args);
+        gint64 took = g_get_monotonic_time() - t0;
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_nonnull(strstr(r.err, "/dev/sdb: superblock read did not finish"));
+        g_assert_null(strstr(r.err, "/dev/sdc1: superblock read did not finish"));
+        g_assert_null(strstr(r.err, "/dev/sdd1: superblock read did not finish"));
+        g_assert_true(inventory_has(f, &raid[0], REC_BTRFS));
+        g_assert_true(inventory_has(f, &raid[1], REC_BTRFS));
+        /* one deadline for the whole run (valgrind's slowness allowed for) */
+        g_assert_cmpint(took, <, 4 * G_USEC_PER_SEC + 6 * G_USEC_PER_SEC);
+        run_clear(&r);
+}
+
+/* A registered internal RAID1 beside a stick whose reads hang: no event forgets the RAID's
+ * registrations because of the stick's doubt, and the stick's record goes with its remove event
+ * (which has no ID_FS_TYPE: udev could not probe it either). On 5430f93 the members' events said
+ * ACTION=forgot:/dev/sdc1 and forgot:/dev/sdd1 and left the registry empty. */
+static void test_doubt_stall_keeps_registered(Fixture *f, gconstpointer data)
+{
+        const char *fast[] = {"--read-timeout", "1", NULL};
+        Run r;
+
+        world_add_all(f, raid, 2);
+        run_boot(f);
+        assert_registry("/dev/sdc1,/dev/sdd1");
+
+        world_add(f, &stall_stick);
+        make_stalling(&stall_stick);
+        run_udev_action(f, &stall_stick, "add", fast, &r);
+        assert_kv(&r, "DECISION", "skip");
+        g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "forgot"));
+        run_clear(&r);
+        g_assert_true(inventory_has(f, &stall_stick, REC_UNKNOWN));
+        assert_registry("/dev/sdc1,/dev/sdd1");
+
+        for (int i = 0; i < 2; i++) {
+                run_udev_action(f, &raid[i], "change", fast, &r);
+                g_assert_null(strstr(kv(&r, "BTRFS_SCAN_GATE_ACTION"), "forgot"));
+                run_clear(&r);
+        }
+        assert_registry("/dev/sdc1,/dev/sdd1");
+
+        /* the stick goes: so does its record, and with it the doubt */
+        world_remove(f, &stall_stick);
+        run_udev_action(f, &stall_stick, "remove", NULL, &r);
+        run_clear(&r);
+        g_assert_false(inventory_has(f, &stall_stick, REC_ANY));
+        run_udev_action(f, &raid[0], "change", NULL, &r);
+        assert_kv(&r, "DECISION", "scan");
+        run_clear(&r);
+        assert_registry("/dev/sdc1,/dev/sdd1");
+}
+
+/* Remedies that work: `boot` says once which fixed disks the boot does not name are untrusted, each
+ * with its trusted_disk= line by-path; the event of an untrusted btrfs device names `mount -o
+ * device=` and trusted_disk=, never `btrfs device scan` (the patched kernel answers a scan of a
+ * listed device with success and registers nothing). */
+static void test_doubt_remedies(Fixture *f, gconstpointer data)
+{
+        static const DevSpec devs[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "esp"},
+                {.node = "sda2", .disk = "sda", .partn = 2, .image = "rootfs", .partlabel = "root"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "home", .partlabel = "home"},
+                {.node = "sdb2", .disk = "sdb", .partn = 2, .image = "var", .partlabel = "var"},
+        };
+        const char *args[] = {"boot", NULL};
+        Run r;
+
+        world_add_all(f, devs, G_N_ELEMENTS(devs));
+        make_link("/dev/disk/by-path/pci-0000:00:17.0-ata-2", "/dev/sdb");
+        set_config(f, "");
+        efivar_write(f, SDA1_PARTUUID, -1);
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root ro");
+        run_helper(f, &r, args);
+        g_assert_cmpint(r.status, ==, 0);
+        g_auto(GStrv) parts = g_strsplit(r.err, "fixed disk(s) the boot does not name", -1);
+        g_assert_cmpuint(g_strv_length(parts), ==, 2); /* said once */
+        g_assert_nonnull(strstr(r.err, "/dev/sdb: trusted_disk=/dev/disk/by-path/pci-0000:00:17.0-ata-2"));
+        g_assert_null(strstr(r.err, "/dev/sda:"));
+        run_clear(&r);
+
+        run_udev(f, &devs[2], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "0");
+        g_assert_nonnull(strstr(r.err, "mount -o device=/dev/sdb1"));
+        g_assert_nonnull(strstr(r.err, "trusted_disk=/dev/disk/by-path/"));
+        g_assert_null(strstr(r.err, "btrfs device scan"));
+        run_clear(&r);
 }
 
 /* once per clone policy: NAME/skip-all and NAME/active */
@@ -3832,6 +4000,9 @@ int main(int argc, char **argv)
         add("/helper/lost/lock-timeout", test_lost_lock_timeout);
         add("/helper/lost/stale-remove-marker", test_lost_stale_remove_marker);
         add("/helper/lost/remove", test_lost_remove);
+        add("/helper/doubt/boot-stall", test_doubt_boot_stall);
+        add("/helper/doubt/stall-keeps-registered", test_doubt_stall_keeps_registered);
+        add("/helper/doubt/remedies", test_doubt_remedies);
         add("/helper/lost/reconcile-verb", test_lost_reconcile_verb);
         g_test_add("/helper/lost/late-disks/a-first", Fixture, "a-first", fixture_setup, test_lost_late_disks,
                    fixture_teardown);

@@ -229,11 +229,19 @@ static const struct trusted_case trusted_cases[] = {
         {"one", "trusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 0, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
          ""},
         /* a serial, a model, a WWN: what a USB device reports about itself */
-        {"by-id", "trusted_disk=/dev/disk/by-id/usb-Vendor_Disk_0123-0:0\ntrusted_disk=/dev/nvme0n1\n", 1,
-         "/dev/nvme0n1",
+        {"by-id", "trusted_disk=/dev/disk/by-id/usb-Vendor_Disk_0123-0:0\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1,
+         "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
-        {"two", "trusted_disk=/dev/loop0\ntrusted_disk = \"/dev/loop1\"\n", 0, "/dev/loop0|/dev/loop1", ""},
-        {"reset", "trusted_disk=/dev/loop0\ntrusted_disk=\ntrusted_disk=/dev/sda\n", 0, "/dev/sda", ""},
+        {"two", "trusted_disk=/dev/disk/by-path/pci-0000:00:04.0\ntrusted_disk = \"/dev/disk/by-path/pci-0000:00:05.0\"\n", 0,
+         "/dev/disk/by-path/pci-0000:00:04.0|/dev/disk/by-path/pci-0000:00:05.0", ""},
+        {"reset", "trusted_disk=/dev/disk/by-path/a\ntrusted_disk=\ntrusted_disk=/dev/disk/by-path/b\n", 0,
+         "/dev/disk/by-path/b", ""},
+        /* a name a stick can take never grants trust: kernel names follow probe order */
+        {"kernel-name-sd", "trusted_disk=/dev/sdb\n", 1, "", "test.conf:1:trusted_disk: a kernel name (/dev/sdb, /dev/nvme0n1, /dev/md127...) follows probe order, which a stick present at power-on can take: name the disk by-path (/dev/disk/by-path/NAME; a dm or md device is trusted with the disks under it);"},
+        {"kernel-name-md", "trusted_disk=/dev/md127\n", 1, "", "test.conf:1:trusted_disk: a kernel name (/dev/sdb, /dev/nvme0n1, /dev/md127...) follows probe order, which a stick present at power-on can take: name the disk by-path (/dev/disk/by-path/NAME; a dm or md device is trusted with the disks under it);"},
+        {"kernel-name-nvme", "trusted_disk=/dev/nvme0n1\ntrusted_disk=/dev/disk/by-path/x\n", 1, "/dev/disk/by-path/x",
+         "test.conf:1:trusted_disk: a kernel name (/dev/sdb, /dev/nvme0n1, /dev/md127...) follows probe order, which a stick present at power-on can take: name the disk by-path (/dev/disk/by-path/NAME; a dm or md device is trusted with the disks under it);"},
+        {"kernel-name-loop", "trusted_disk=/dev/loop0\n", 1, "", "test.conf:1:trusted_disk: a kernel name (/dev/sdb, /dev/nvme0n1, /dev/md127...) follows probe order, which a stick present at power-on can take: name the disk by-path (/dev/disk/by-path/NAME; a dm or md device is trusted with the disks under it);"},
         {"relative", "trusted_disk=loop0\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"not-dev", "trusted_disk=/tmp/x\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
         {"blank-inside", "trusted_disk=/dev/a b\n", 1, "", "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
@@ -242,19 +250,19 @@ static const struct trusted_case trusted_cases[] = {
         {"by-uuid", "trusted_disk=/dev/disk/by-uuid/0000\ntrusted_disk=/dev/disk/by-path/pci-0000:00:04.0\n", 1,
          "/dev/disk/by-path/pci-0000:00:04.0",
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
-        {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/vda\n", 1, "/dev/vda",
+        {"bad-then-good", "trusted_disk=x\ntrusted_disk=/dev/disk/by-path/v\n", 1, "/dev/disk/by-path/v",
          "test.conf:1:trusted_disk: expected a path under /dev/ of at most 255 bytes;"},
-        /* an allowlist of name forms: by-path or a kernel name */
-        {"md-name", "trusted_disk=/dev/md/root\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
-        {"mapper-name", "trusted_disk=/dev/mapper/vg-root\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
-        {"by-partsets", "trusted_disk=/dev/disk/by-partsets/A/rootfs\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
-        {"by-path-dotdot", "trusted_disk=/dev/disk/by-path/../by-loop-ref/x\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
-        {"dev-dotdot", "trusted_disk=/dev/..\ntrusted_disk=/dev/nvme0n1\n", 1, "/dev/nvme0n1",
-         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME or a kernel name (/dev/NAME): other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        /* an allowlist of name forms: by-path only */
+        {"md-name", "trusted_disk=/dev/md/root\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"mapper-name", "trusted_disk=/dev/mapper/vg-root\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"by-partsets", "trusted_disk=/dev/disk/by-partsets/A/rootfs\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"by-path-dotdot", "trusted_disk=/dev/disk/by-path/../by-loop-ref/x\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
+        {"dev-dotdot", "trusted_disk=/dev/..\ntrusted_disk=/dev/disk/by-path/pci-0000:04:00.0-nvme-1\n", 1, "/dev/disk/by-path/pci-0000:04:00.0-nvme-1",
+         "test.conf:1:trusted_disk: expected /dev/disk/by-path/NAME: other names (/dev/md/, /dev/mapper/, by-partsets...) may come from the media, and a dm or md device is trusted with the disks under it;"},
         /* the link directory anywhere in the path (review finding 5) */
         {"by-label-double-slash", "trusted_disk=/dev/disk//by-label/root\n", 1, "",
          "test.conf:1:trusted_disk: a by-label, by-partlabel, by-uuid, by-partuuid or by-id name is written or reported by the media itself (by-id: its model and serial): name the disk by-path;"},
@@ -294,7 +302,7 @@ int main(void)
                 struct diag_log log = {""};
                 char text[2048] = "";
                 for (int i = 0; i < 17; i++)
-                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "trusted_disk=/dev/loop%d\n", i);
+                        snprintf(text + strlen(text), sizeof(text) - strlen(text), "trusted_disk=/dev/disk/by-path/d%d\n", i);
                 bsg_config_init(&c);
                 CHECK(bsg_config_parse(text, strlen(text), "t", &c, diag, &log) == 1);
                 CHECK(c.n_trusted_disks == 16);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The pure core's plan (helper/plan.c): entries with verdicts in, kernel actions out. One table row
- * per situation: the one order (skip list, scans, forgets), the event's own device, what an earlier
+ * per situation: the one order (skip list, forgets, scans), the event's own device, what an earlier
  * event lost, what boot scans, what is never handed to the kernel. */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,6 +20,7 @@ struct espec {
         enum bsg_decision decision;
         bool registered, from_record, unanswered, self_mounted, bad_path, unknown, unreadable;
         bool forget_pending;
+        bool doubt, unreadable_reason; /* the verdict's reason: in-doubt, unreadable */
 };
 
 struct plan_case {
@@ -44,7 +45,10 @@ static void to_entries(const struct plan_case *t, struct entry *e)
                                .state = s->unknown ? BSG_DEV_UNKNOWN : s->unreadable ? BSG_DEV_UNREADABLE : BSG_DEV_BTRFS,
                                .devid = 1, .num_devices = 1,
                                .path_ok = !s->bad_path, .self_mounted = s->self_mounted},
-                        .v = {s->decision, s->decision == BSG_SCAN ? BSG_REASON_UNIQUE : BSG_REASON_CLONE},
+                        .v = {s->decision, s->doubt               ? BSG_REASON_IN_DOUBT
+                                           : s->unreadable_reason   ? BSG_REASON_UNREADABLE
+                                           : s->decision == BSG_SCAN ? BSG_REASON_UNIQUE
+                                                                     : BSG_REASON_CLONE},
                         .registered = s->registered,
                         .forget_pending = s->forget_pending,
                         .from_record = s->from_record,
@@ -93,16 +97,34 @@ static const struct plan_case cases[] = {
          PLAN_MODE_EVENT, "list forget:0", ""},
         {"event: another device's pending forget is retried too, never scanned over",
          {{"/dev/a", BSG_SCAN}, {"/dev/b", BSG_SCAN, .registered = true, .from_record = true, .forget_pending = true}},
-         2, 0, PLAN_MODE_EVENT, "list ready:0 forget:1", ""},
-        {"event: skip list first, the event's device asks READY, the lost scan made good, the forget last",
+         2, 0, PLAN_MODE_EVENT, "list forget:1 ready:0", ""},
+        {"event: skip list first, the forget of what lost, the event's device asks READY, the lost scan made good",
          {{"/dev/a", BSG_SCAN},
           {"/dev/b", BSG_SCAN, .registered = false, .from_record = true},
           {"/dev/c", BSG_SKIP, .registered = true, .from_record = true},
           {"/dev/d", BSG_SCAN, .registered = true, .from_record = true}},
-         4, 0, PLAN_MODE_EVENT, "list ready:0 scan:1 forget:2", "/dev/c"},
-        {"event: the forget comes after every scan whatever the entry order",
-         {{"/dev/c", BSG_SKIP, .registered = true}, {"/dev/a", BSG_SCAN}, {"/dev/b", BSG_SCAN, .from_record = true}},
-         3, 1, PLAN_MODE_EVENT, "list ready:1 scan:2 forget:0", "/dev/c"},
+         4, 0, PLAN_MODE_EVENT, "list forget:2 ready:0 scan:1", "/dev/c"},
+        /* a loser still registered makes the winner's scan fail with EEXIST ("already registered with
+         * a higher generation"): forgotten first, whatever the entry order */
+        {"event: the forget comes before every scan whatever the entry order",
+         {{"/dev/a", BSG_SCAN}, {"/dev/b", BSG_SCAN, .from_record = true}, {"/dev/c", BSG_SKIP, .registered = true}},
+         3, 0, PLAN_MODE_EVENT, "list forget:2 ready:0 scan:1", "/dev/c"},
+        {"boot: the forget of a registered loser comes before the winner's scan",
+         {{"/dev/a", BSG_SCAN}, {"/dev/c", BSG_SKIP, .registered = true}}, 2, SIZE_MAX, PLAN_MODE_BOOT,
+         "list forget:1 scan:0", "/dev/c"},
+        /* doubt stays where it starts: another device's doubt (a stick whose read stalls) holds a
+         * scan back, but never takes a registration back */
+        {"event: a registered device held back by another's doubt is not forgotten",
+         {{"/dev/sdc1", BSG_SKIP, .registered = true, .from_record = true, .doubt = true},
+          {"/dev/sdd1", BSG_SKIP, .registered = true, .from_record = true, .doubt = true},
+          {"/dev/sdx", BSG_SKIP, .unknown = true, .doubt = true}},
+         3, 2, PLAN_MODE_EVENT, "list", "/dev/sdc1,/dev/sdd1,/dev/sdx"},
+        {"reconcile: a registered device in doubt itself (unreadable now) is not forgotten",
+         {{"/dev/sdc1", BSG_SKIP, .registered = true, .unreadable = true, .unreadable_reason = true}}, 1,
+         SIZE_MAX, PLAN_MODE_RECONCILE, "list", "/dev/sdc1"},
+        {"boot: doubt forgets nothing, a clone that lost is forgotten",
+         {{"/dev/sdc1", BSG_SKIP, .registered = true, .doubt = true}, {"/dev/sdd1", BSG_SKIP, .registered = true}},
+         2, SIZE_MAX, PLAN_MODE_BOOT, "list forget:1", "/dev/sdc1,/dev/sdd1"},
         {"event: a device that just left the skip list is scanned after the list is written",
          {{"/dev/a", BSG_SCAN, .from_record = true}, {"/dev/x", BSG_SCAN}}, 2, 1, PLAN_MODE_EVENT,
          "list scan:0 ready:1", ""},
@@ -133,7 +155,7 @@ static const struct plan_case cases[] = {
          {{"/dev/a", BSG_SCAN, .from_record = true},
           {"/dev/b", BSG_SCAN, .registered = true, .from_record = true},
           {"/dev/c", BSG_SKIP, .registered = true, .from_record = true}},
-         3, SIZE_MAX, PLAN_MODE_RECONCILE, "list scan:0 forget:2", "/dev/c"},
+         3, SIZE_MAX, PLAN_MODE_RECONCILE, "list forget:2 scan:0", "/dev/c"},
         {"boot: every scan device is scanned, registered or not",
          {{"/dev/a", BSG_SCAN, .registered = true}, {"/dev/b", BSG_SCAN}, {"/dev/c", BSG_SKIP}}, 3, SIZE_MAX,
          PLAN_MODE_BOOT, "list scan:0 scan:1", "/dev/c"},
@@ -219,9 +241,74 @@ static void crowded_list(void)
         free(list);
 }
 
+/* Finding 7: hot-pluggable media nobody trusts is listed by its whole disk in the kernel's starred
+ * form, whatever its partitions carry: a stick with 300 partitions is one entry (it pushed the list
+ * past 4095 bytes), and a partition that shows zeros to the helper's read (ignore) is covered. */
+static void starred_disks(void)
+{
+        enum { N_STICK = 300 };
+        static struct entry e[N_STICK + 8];
+        static char names[N_STICK][32];
+        char *list = NULL;
+        size_t dropped = 99, n = 0;
+        const struct bsg_trust_facts hot = {.class_known = true, .class_fixed = false};
+        const char *stick = "/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdx";
+
+        e[n++] = (struct entry){.devnode = "/dev/nvme0n1p5", .disk = "/sys/devices/pci0000:00/nvme/nvme0n1",
+                                .v = {BSG_SKIP, BSG_REASON_CLONE}, .pd = {.path_ok = true},
+                                .trust = {.class_known = true, .class_fixed = true}};
+        e[n++] = (struct entry){.devnode = "/dev/sdx", .disk = stick, .v = {BSG_IGNORE}, .pd = {.path_ok = true, .untrusted = true},
+                                .trust = hot};
+        for (size_t i = 0; i < N_STICK; i++) {
+                snprintf(names[i], sizeof(names[i]), "/dev/sdx%zu", i + 1);
+                /* every other one shows zeros now */
+                e[n++] = (struct entry){.devnode = names[i], .disk = stick,
+                                        .v = i % 2 ? (struct bsg_verdict){BSG_IGNORE, BSG_REASON_NOT_BTRFS}
+                                                   : (struct bsg_verdict){BSG_SKIP, BSG_REASON_UNTRUSTED},
+                                        .pd = {.path_ok = true, .untrusted = true}, .trust = hot};
+        }
+        /* a card showing only zeros: listed all the same */
+        e[n++] = (struct entry){.devnode = "/dev/mmcblk0p1", .disk = "/sys/devices/pci0000:00/mmc_host/mmc0/mmc0:0001/block/mmcblk0",
+                                .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS}, .pd = {.path_ok = true, .untrusted = true},
+                                .trust = hot};
+        /* a stacked device over a stick: its own node, not a partition of the stick */
+        e[n++] = (struct entry){.devnode = "/dev/dm-3", .disk = stick, .v = {BSG_SKIP, BSG_REASON_UNTRUSTED},
+                                .pd = {.path_ok = true, .untrusted = true},
+                                .trust = {.class_known = true, .class_fixed = false, .stacked = true}};
+        check_case = "starred: a stick by its whole disk";
+        CHECK(plan_skip_list(e, n, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/dm-3,/dev/mmcblk0*,/dev/nvme0n1p5,/dev/sdx*");
+        CHECK(dropped == 0);
+        free(list);
+
+        /* a stick one of whose devices is scanned (collides with nothing, or in use) cannot be listed
+         * whole: its skipped devices are listed each */
+        check_case = "starred: not a disk with a scanned device";
+        struct entry two[3] = {
+                {.devnode = "/dev/sdy1", .disk = "/x/block/sdy", .v = {BSG_SCAN, BSG_REASON_UNIQUE},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+                {.devnode = "/dev/sdy2", .disk = "/x/block/sdy", .v = {BSG_SKIP, BSG_REASON_REMOVABLE_CLONE},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+                {.devnode = "/dev/sdy3", .disk = "/x/block/sdy", .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS},
+                 .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
+        };
+        CHECK(plan_skip_list(two, 3, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/sdy2");
+        free(list);
+
+        /* trusted hot-pluggable media (the stick the system booted from, trusted_disk=) is not */
+        check_case = "starred: not trusted media";
+        two[0].pd.untrusted = two[1].pd.untrusted = two[2].pd.untrusted = false;
+        two[0].v = (struct bsg_verdict){BSG_SKIP, BSG_REASON_CLONE};
+        CHECK(plan_skip_list(two, 3, &list, &dropped) == 0);
+        CHECK_STREQ(list, "/dev/sdy1,/dev/sdy2");
+        free(list);
+}
+
 int main(void)
 {
         crowded_list();
+        starred_disks();
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
                 plan_one(&cases[i]);
         readiness();

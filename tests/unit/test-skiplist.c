@@ -60,6 +60,9 @@ int main(void)
                 {"", false},
                 {longest, true},
                 {too_long, false},
+                /* the kernel refuses a '*' other than at the end of an entry: never in a path */
+                {"/dev/mapper/a*b", false},
+                {"/dev/sdb*", false},
         };
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
                 path_one(&paths[i]);
@@ -72,6 +75,8 @@ int main(void)
                 {"sorted", {"/dev/sdb3", "/dev/sda7", "/dev/sda5"}, 3, "/dev/sda5,/dev/sda7,/dev/sdb3", 0},
                 {"dedup", {"/dev/sda5", "/dev/sda5", "/dev/sda4"}, 3, "/dev/sda4,/dev/sda5", 0},
                 {"rejects", {"/dev/ok", "/dev/a,b", "/dev/a b", "rel"}, 4, "/dev/ok", 3},
+                /* a starred whole disk is an entry; '*' anywhere else, or alone, is not */
+                {"starred", {"/dev/sdb*", "/dev/sda5", "/dev/a*b", "/dev/x**", "*"}, 5, "/dev/sda5,/dev/sdb*", 3},
         };
         for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
                 format_one(&formats[i]);

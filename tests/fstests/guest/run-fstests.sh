@@ -88,7 +88,7 @@ for d in /bsg/tests/*/; do
     n=$(basename "$d")
     rm -rf "tests/$n" && cp -r "$d" "tests/$n" || die "cannot install the tests of $n"
     (cd "tests/$n" && ../../tools/mkgroupfile group.list) || die "mkgroupfile failed for tests/$n"
-    say "installed the project's tests tests/$n: $(ls "tests/$n" | grep -c '^[0-9][0-9]*$')"
+    say "installed the project's tests tests/$n: $(find "tests/$n" -maxdepth 1 -name '[0-9][0-9][0-9]' | wc -l)"
 done
 {
     echo "export FSTYP=btrfs"

@@ -5,6 +5,10 @@
 #   stock            the image's own btrfs.ko
 #   patched          the btrfs.ko built with kernel-patches/6.1/series (tests/qemu/lib.sh)
 #   patched-virtual  the same with MOUNT_OPTIONS="-o virtual_fsid" (fstests' scratch mounts)
+# The project's own tests (tests/<dir>/NNN beside this script, e.g. bsg/001) go to the guest with
+# the list and are installed into the fstests tree there. After the run, the guest's kernel log
+# is cut into one file per test, WORKDIR/out/results/<test>.kmsg (from fstests' "run fstests
+# <test> at" line to the next), which table.sh searches for the refusal an expected failure is for.
 # Exit: 0 every test of the list has a result (whatever it is), 1 the run is incomplete or broken
 # (no results from the guest, a test without a result, the wrong module loaded), 77 a
 # prerequisite is missing (1 instead when CI=true). Stock results are cached (see README.md).
@@ -35,6 +39,8 @@ qemu_kernel 6.1 || prereq_missing "the 6.1 kernel image (run tests/qemu/setup.sh
 
 # the guest's side of the run: what the results depend on besides kernel, module, list, fstests
 FST_POOL=5 FST_DISK_SIZE=6G FST_SMP=2 FST_MEM=2048
+# log_buf_len: the whole run's kernel log must fit (the per-test .kmsg files come from it)
+FST_APPEND="console=ttyS0 quiet panic=-1 no_timer_check log_buf_len=16M"
 mount_opts=
 [ "$config" = patched-virtual ] && mount_opts="-o virtual_fsid"
 mapfile -t tests < <(fst_list_tests "$list")
@@ -52,7 +58,8 @@ guest_key() {
         fst_src_hash
         basename "$(dirname "$root_img")"
         cat "$here/guest/init" "$here/guest/run-fstests.sh"
-        echo "$FST_POOL $FST_DISK_SIZE $FST_SMP $FST_MEM $mount_opts"
+        (cd "$here" && find tests -type f -print0 | sort -z | xargs -0 sha256sum)
+        echo "$FST_POOL $FST_DISK_SIZE $FST_SMP $FST_MEM $mount_opts $FST_APPEND"
     } | sha256sum | cut -c1-16
 }
 key=$(guest_key)
@@ -71,6 +78,7 @@ fi
 d=$work/disks
 mkdir -p "$d/in"
 cp "$here/guest/run-fstests.sh" "$d/in/"
+cp -r "$here/tests" "$d/in/tests"
 case $ko in
 *.xz) xz -dc "$ko" >"$d/in/btrfs.ko" ;;
 *.zst) zstd -qdc "$ko" >"$d/in/btrfs.ko" ;;
@@ -122,7 +130,7 @@ fst_log "$config: ${#tests[@]} tests of $(basename "$list"), module $ko, kernel 
 start=$(date +%s)
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -cpu max -smp $FST_SMP -m $FST_MEM -nographic \
     -no-reboot -nic none -kernel "$QK_KERNEL" -initrd "$work/initrd.gz" \
-    -append "console=ttyS0 quiet panic=-1 no_timer_check" "${args[@]}" >"$work/console.log" 2>&1 </dev/null || true
+    -append "$FST_APPEND" "${args[@]}" >"$work/console.log" 2>&1 </dev/null || true
 elapsed=$(( $(date +%s) - start ))
 echo "$elapsed" >"$work/seconds"
 fst_log "$config: guest ended after $elapsed s"
@@ -141,6 +149,15 @@ stock:*virtual_fsid=no* | patched*:*virtual_fsid=yes*) ;;
 *) bad="${bad:+$bad; }module check: '$modline' is not what $config boots" ;;
 esac
 rm -rf "$d"
+# the kernel log of each test: from fstests' "run fstests T at ..." to the next such line
+if [ -f "$work/out/results/dmesg.log" ]; then
+    for t in "${tests[@]}"; do mkdir -p "$work/out/results/$(dirname "$t")"; done
+    awk -v dir="$work/out/results" '
+        match($0, /run fstests [^ ]+ at /) {
+            if (f) close(f)
+            t = substr($0, RSTART + 12, RLENGTH - 16); f = dir "/" t ".kmsg" }
+        f { print > f }' "$work/out/results/dmesg.log"
+fi
 xml=$work/out/results/result.xml
 : >"$work/results.tsv"
 for t in "${tests[@]}"; do

@@ -81,6 +81,15 @@ say "TEST_DEV=$test_dev SCRATCH_DEV_POOL='$pool' MOUNT_OPTIONS='$FST_MOUNT_OPTIO
 mkfs.btrfs -f "$test_dev" >/tmp/mkfs-test.log 2>&1 || { cat /tmp/mkfs-test.log; die "mkfs.btrfs of TEST_DEV failed"; }
 
 cd /opt/xfstests || die "no /opt/xfstests"
+# the project's own tests (tests/fstests/tests/<dir>/ in the repository): installed as
+# tests/<dir>/ of the fstests tree with the group.list that ./check needs to accept them
+for d in /bsg/tests/*/; do
+    [ -d "$d" ] || continue
+    n=$(basename "$d")
+    rm -rf "tests/$n" && cp -r "$d" "tests/$n" || die "cannot install the tests of $n"
+    (cd "tests/$n" && ../../tools/mkgroupfile group.list) || die "mkgroupfile failed for tests/$n"
+    say "installed the project's tests tests/$n: $(find "tests/$n" -maxdepth 1 -name '[0-9][0-9][0-9]' | wc -l)"
+done
 {
     echo "export FSTYP=btrfs"
     echo "export TEST_DEV=$test_dev"

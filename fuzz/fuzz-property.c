@@ -15,7 +15,7 @@
  *  3. A hot-pluggable (untrusted) device not in use is never scan when a trusted device that counts
  *     (valid, not held, not a partitioned disk, not zoned) is of the same filesystem.
  *  4. Doubt stays where it starts: taking a device in doubt out of the world changes the verdict of
- *     no device of a higher rank (trusted over untrusted).
+ *     no device of a higher rank (trusted, then fixed, then hot-pluggable).
  *  5. The plan: the skip list is written first, every forget comes before every scan; only scan
  *     devices are scanned; the plan never forgets a device whose verdict is doubt, and never a
  *     trusted device that was scanned (registered) because another device is in doubt. */
@@ -34,13 +34,9 @@
                         __builtin_trap();                                                               \
         } while (0)
 
-/* Property 4 holds on the rank rule (a device in doubt holds back only the devices it could outrank);
- * the policy before it turned every scan of the set into in-doubt while any device was unknown, a
- * finding on the first inputs. 1 checks it; the smoke run (fuzz/CMakeLists.txt) sets it once the
- * rule is in. */
-#ifndef BSG_PROPERTY_DOUBT_RANK
-#define BSG_PROPERTY_DOUBT_RANK 1
-#endif
+/* Property 4 holds on the rank rule (a device in doubt holds back only the devices it could outrank
+ * or tie with); the policy before it turned every scan of the set into in-doubt while any device was
+ * unknown, a finding on the first inputs (fuzz/regressions/property). */
 
 #define MAX_DEVS 8
 #define DEV_BYTES 6
@@ -60,10 +56,10 @@ static bool in_use(const struct bsg_device *d)
         return d->self_mounted || d->mounted_member;
 }
 
-/* The rank collisions are decided by: trusted storage over the rest. */
+/* The rank collisions are decided by: trusted, then fixed, then hot-pluggable. */
 static int rank(const struct bsg_device *d)
 {
-        return d->untrusted ? 0 : 1;
+        return (int)d->rank;
 }
 
 static bool in_doubt(const struct bsg_device *d)
@@ -93,6 +89,7 @@ static void gen_device(struct bsg_device *d, size_t i, const uint8_t *b)
                 d->fsid_changing = ((b[2] >> 1) & 7) == 0;
         }
         d->untrusted = (b[3] & 1) != 0;
+        d->rank = !d->untrusted ? BSG_RANK_TRUSTED : (b[5] & 2) ? BSG_RANK_FIXED : BSG_RANK_HOTPLUG;
         d->held = (b[3] & 0x0e) == 0x02;
         d->partitioned_disk = (b[3] & 0x0e) == 0x04;
         d->zoned = (b[3] & 0x0e) == 0x06;
@@ -260,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 bool registered[MAX_DEVS] = {false}, scanned[MAX_DEVS] = {false};
                 for (size_t k = 0; k < m; k++) {
                         size_t i = map[k];
-                        if (BSG_PROPERTY_DOUBT_RANK && rank(&d[i]) > rank(&d[x]))
+                        if (rank(&d[i]) > rank(&d[x]))
                                 CHECK(verdict_eq(v[i], rv[k]));
                         scanned[i] = rv[k].decision == BSG_SCAN;
                         registered[i] = scanned[i];

@@ -678,12 +678,14 @@ void bsg_devs_add_udev_properties(struct bsg_devs *devs, bool all)
                         continue;
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_NAME");
                 if (!d->partlabel && !isempty(v)) {
-                        d->partlabel = strdup(v); /* NULL on ENOMEM: no label, as before */
+                        /* NULL on ENOMEM: said in names_lost, which narrows trust */
+                        if (!(d->partlabel = strdup(v)))
+                                devs->names_lost = true;
                         bsg_udev_decode(d->partlabel);
                 }
                 v = udev_device_get_property_value(dev, "ID_PART_ENTRY_UUID");
-                if (!d->partuuid && !isempty(v))
-                        d->partuuid = strdup(v);
+                if (!d->partuuid && !isempty(v) && !(d->partuuid = strdup(v)))
+                        devs->names_lost = true;
                 v = udev_device_get_property_value(dev, "ID_BUS");
                 if (is_hotplug_bus(v))
                         d->bus_hotplug = true;
@@ -1148,7 +1150,8 @@ void bsg_devs_add_table_partuuids(struct bsg_devs *devs)
                                 unsigned n;
                                 char uuid[64];
                                 if (sscanf(line, "%u %63s", &n, uuid) == 2 && n == p->partn) {
-                                        p->partuuid = strdup(uuid); /* NULL on ENOMEM: unknown, as before */
+                                        if (!(p->partuuid = strdup(uuid))) /* narrows trust */
+                                                devs->names_lost = true;
                                         break;
                                 }
                                 line += strcspn(line, "\n");

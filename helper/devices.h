@@ -61,6 +61,7 @@ struct bsg_dev {
 struct bsg_devs {
         struct bsg_dev *v;
         size_t n;
+        bool names_lost; /* a partition name or PARTUUID could not be kept (out of memory) */
 };
 
 void bsg_devs_free(struct bsg_devs *d);

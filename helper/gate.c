@@ -119,6 +119,7 @@ void ctx_done(struct ctx *c)
         bsg_rauc_free(&c->rauc);
         free(c->rauc_rdev);
         bsg_partsets_free(&c->partsets);
+        bsg_reserved_free(&c->reserved);
         free(c->booted_disk);
         free(c->root_disk);
         for (size_t i = 0; i < ELEMENTSOF(c->anchor_disks); i++)

@@ -15,6 +15,7 @@
 #include "kernel.h"
 #include "partsets.h"
 #include "policy.h"
+#include "rank.h"
 #include "rauc.h"
 #include "slot.h"
 #include "state.h"
@@ -83,6 +84,8 @@ struct ctx {
         struct bsg_rauc_conf rauc;      /* slots from RAUC's system.conf (issue 12) */
         dev_t *rauc_rdev;               /* the device number each rauc slot's device= names, 0 unknown */
         struct bsg_partsets partsets;   /* SteamOS partsets */
+        struct bsg_reserved reserved;   /* the names the system mounts by (root=, fstab, RAUC, partsets) */
+        bool reserved_lost;             /* one of their sources could not be read: every name is reserved */
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */
@@ -164,6 +167,9 @@ void load_config(struct ctx *c);
 void load_kernel_state(struct ctx *c);
 /* Slots from the platform: RAUC's system.conf (c->rauc, c->rauc_rdev) and SteamOS's partsets. */
 void load_platform_slots(struct ctx *c);
+/* The names the system mounts by into c->reserved: root= and rootflags=device= of the command line,
+ * /etc/fstab's sources, RAUC's slot devices, SteamOS's partsets (after load_platform_slots()). */
+void load_reserved_names(struct ctx *c);
 
 /* active.c: the slots of this run, over the entries */
 /* The active slot (c->active_slot, c->slot_source) and the disk that booted (c->booted_disk,

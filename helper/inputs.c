@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "gate.h"
 #include "util.h"
 
@@ -130,4 +131,40 @@ void load_platform_slots(struct ctx *c)
                         break;
         }
         closedir(dir);
+}
+
+void load_reserved_names(struct ctx *c)
+{
+        _cleanup_free_ char *root = NULL, *rootflags = NULL, *fstab = NULL;
+        int r = 0;
+
+        if (c->cmdline) {
+                if (bsg_cmdline_get(c->cmdline, strlen(c->cmdline), "root", &root) == -ENOMEM ||
+                    bsg_cmdline_get(c->cmdline, strlen(c->cmdline), "rootflags", &rootflags) == -ENOMEM)
+                        r = -ENOMEM;
+                if (r >= 0 && (bsg_reserved_add(&c->reserved, root) < 0 ||
+                               bsg_reserved_add_options(&c->reserved, rootflags) < 0))
+                        r = -ENOMEM;
+        }
+        int f = bsg_read_file(bsg_fstab_path(), 1024 * 1024, &fstab, NULL);
+        if (f < 0 && f != -ENOENT) {
+                log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
+                        bsg_fstab_path(), strerror(-f));
+                c->reserved_lost = true;
+        }
+        if (r >= 0 && f >= 0)
+                r = bsg_reserved_add_fstab(&c->reserved, fstab);
+        for (size_t i = 0; r >= 0 && i < c->rauc.n; i++)
+                r = bsg_reserved_add(&c->reserved, c->rauc.v[i].device);
+        for (size_t i = 0; r >= 0 && i < c->partsets.n; i++) {
+                char spec[64];
+                snprintf(spec, sizeof(spec), "PARTUUID=%s", c->partsets.v[i].partuuid);
+                r = bsg_reserved_add(&c->reserved, spec);
+        }
+        if (r < 0) {
+                log_msg("cannot keep the names the system mounts by: %s; every name is taken for one",
+                        strerror(-r));
+                add_error(c, "out-of-memory");
+                c->reserved_lost = true;
+        }
 }

@@ -425,6 +425,7 @@ int gather_trust(struct ctx *c)
         load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
+        load_reserved_names(c);
         r = bsg_devs_add_event(&c->devs, c->devnode);
         if (r < 0)
                 return r;
@@ -450,6 +451,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
+        load_reserved_names(c);
         if (c->verb == VERB_UDEV)
                 r = gather_event(c, &target, &lock_fd);
         else

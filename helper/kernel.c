@@ -66,6 +66,11 @@ const char *bsg_efivars_path(void)
         return env_or("BTRFS_SCAN_GATE_EFIVARS", "/sys/firmware/efi/efivars");
 }
 
+const char *bsg_fstab_path(void)
+{
+        return env_or("BTRFS_SCAN_GATE_FSTAB", "/etc/fstab");
+}
+
 const char *bsg_config_path(void)
 {
         return env_or("BTRFS_SCAN_GATE_CONFIG", "/etc/btrfs-scan-gate.conf");

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "rank.h"
 #include "util.h"
 
 static const char *const reason_names[_BSG_REASON_MAX] = {
@@ -15,12 +16,10 @@ static const char *const reason_names[_BSG_REASON_MAX] = {
         [BSG_REASON_RAID_CLONE_INACTIVE] = "raid-clone-inactive",
         [BSG_REASON_UNIQUE] = "unique",
         [BSG_REASON_CLONE] = "clone",
-        [BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED] = "removable-clone-of-mounted",
-        [BSG_REASON_REMOVABLE_CLONE] = "removable-clone",
+        [BSG_REASON_OUTRANKED] = "outranked",
         [BSG_REASON_INCONSISTENT_COPIES] = "inconsistent-copies",
         [BSG_REASON_PARTITIONED_DISK] = "partitioned-disk",
         [BSG_REASON_SAME_STORAGE] = "same-storage",
-        [BSG_REASON_UNTRUSTED] = "untrusted",
         [BSG_REASON_HELD] = "held",
         [BSG_REASON_UNREADABLE] = "unreadable",
         [BSG_REASON_IN_DOUBT] = "in-doubt",
@@ -68,12 +67,6 @@ bool is_bad_path(const struct bsg_device *d)
         return !d->path_ok;
 }
 
-/* Hijack guard: removable media carrying the fsid of a mounted filesystem it is not the source of. */
-bool is_removable_clone_of_mounted(const struct bsg_device *d)
-{
-        return d->untrusted && d->fsid_mounted && !d->self_mounted;
-}
-
 bool is_seed_device(const struct bsg_device *d)
 {
         return d->seeding;
@@ -119,7 +112,7 @@ bool is_fsid_changing(const struct bsg_device *d)
  * (A system booted from such a stick has it mounted: the kernel holds it already.) */
 bool is_untrusted_metadata_uuid(const struct bsg_device *d)
 {
-        return d->untrusted && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
+        return d->rank == BSG_RANK_HOTPLUG && d->metadata_uuid_feature && !d->self_mounted && !d->mounted_member;
 }
 
 /* The UUIDs the kernel may match a device by: its fsid and, with the feature, its metadata_uuid. */
@@ -145,7 +138,7 @@ bool same_filesystem(const struct bsg_device *a, const struct bsg_device *b)
  * device never shares storage with a fixed one: its serial or WWN is the attacker's to choose. */
 static bool same_storage(const struct bsg_device *a, const struct bsg_device *b)
 {
-        return a->storage_id && b->storage_id && a->untrusted == b->untrusted &&
+        return a->storage_id && b->storage_id && (a->rank == BSG_RANK_HOTPLUG) == (b->rank == BSG_RANK_HOTPLUG) &&
                streq(a->storage_id, b->storage_id);
 }
 
@@ -169,32 +162,21 @@ bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i
 }
 
 /* Whether DEVS[K] is a copy of DEVS[I]'s filesystem that counts for DEVS[I]'s verdict: same fsid, not a
- * stale whole-disk superblock, not a second name of other storage, and not a hot-pluggable copy when
- * DEVS[I] is fixed storage (a stick can never make internal storage a clone, nor disagree with it). */
+ * stale whole-disk superblock, not a second name of other storage, and not of a lower rank (a stick
+ * can never make internal storage a clone, nor disagree with it). */
 static bool counts_as_copy(const struct bsg_device *devs, size_t n, size_t i, size_t k)
 {
         const struct bsg_device *a = &devs[i], *b = &devs[k];
 
         return k != i && same_filesystem(a, b) && !is_partitioned_disk(b) && !is_zoned(b) && !b->held &&
                !is_same_storage_secondary(devs, n, k) &&
-               !(b->untrusted && !a->untrusted);
+               b->rank >= a->rank;
 }
 
-/* Fixed storage carries the same fsid. */
-static bool has_internal_twin(const struct bsg_device *devs, size_t n, size_t i)
+/* A device of a higher rank collides with it (rank.h bsg_outranked()): withheld. */
+bool is_outranked(const struct bsg_device *d)
 {
-        for (size_t k = 0; k < n; k++)
-                if (k != i && same_filesystem(&devs[i], &devs[k]) && !devs[k].untrusted && !devs[k].held && !is_partitioned_disk(&devs[k]) &&
-                    !is_zoned(&devs[k]))
-                        return true;
-        return false;
-}
-
-/* A hot-pluggable copy of a filesystem that internal storage carries, not in use itself: at boot too,
- * before anything is mounted, it is never scanned and never owns a slot or a shared link. */
-bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
-{
-        return devs[i].untrusted && !in_use(&devs[i]) && has_internal_twin(devs, n, i);
+        return d->outranked;
 }
 
 /* A member of a stacked device (the partition under dm-verity): the same storage as its holder,
@@ -203,15 +185,6 @@ bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i)
 bool is_held(const struct bsg_device *d)
 {
         return d->held && !in_use(d);
-}
-
-/* Not trusted storage, and not in use: the helper never hands it to the kernel. A filesystem on it is
- * mounted by naming its devices (mount's device=, or `btrfs device scan DEV` first). One in use (the
- * root of a system booted from a stick, a stick mounted so) is registered already: the rules below
- * decide it as before (a copy of internal storage is still a clone). */
-bool is_untrusted(const struct bsg_device *d)
-{
-        return d->untrusted && !in_use(d);
 }
 
 /* Two copies of one filesystem that cannot both be honest: different num_devices or seed flag, or a
@@ -294,9 +267,7 @@ bool bsg_verdict_may_own_links(const struct bsg_verdict *v)
 {
         switch (v->reason) {
         case BSG_REASON_INVALID_SUPERBLOCK:
-        case BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED:
-        case BSG_REASON_REMOVABLE_CLONE:
-        case BSG_REASON_UNTRUSTED:
+        case BSG_REASON_OUTRANKED:
         case BSG_REASON_HELD:
         case BSG_REASON_INCONSISTENT_COPIES:
         case BSG_REASON_PARTITIONED_DISK:
@@ -345,28 +316,23 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
                 return VERDICT(BSG_SKIP, BSG_REASON_PARTITIONED_DISK);
         if (is_same_storage_secondary(devs, n, i))
                 return VERDICT(BSG_SKIP, BSG_REASON_SAME_STORAGE);
-        if (is_removable_clone_of_mounted(d))
-                return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED);
-        if (is_removable_clone(devs, n, i))
-                return VERDICT(BSG_SKIP, BSG_REASON_REMOVABLE_CLONE);
-        if (is_untrusted(d))
-                return VERDICT(BSG_SKIP, BSG_REASON_UNTRUSTED);
+        if (is_outranked(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_OUTRANKED);
         if (has_inconsistent_copies(devs, n, i)) {
                 if (!d->mounted_member)
                         return VERDICT(BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES);
                 members_only = true; /* the mounted filesystem's own devices decide among themselves */
         }
-        if (is_seed_device(d))
-                return VERDICT(BSG_SCAN, BSG_REASON_SEED);
+        /* a seed follows the clone rules as any filesystem: only its reason says what it is */
         if (is_multi_device(d)) {
                 if (!raid_twin(devs, n, i, members_only))
-                        return VERDICT(BSG_SCAN, BSG_REASON_MULTI_DEVICE);
+                        return VERDICT(BSG_SCAN, is_seed_device(d) ? BSG_REASON_SEED : BSG_REASON_MULTI_DEVICE);
                 if (is_sole_active_copy(devs, n, i, members_only))
                         return VERDICT(BSG_SCAN, BSG_REASON_RAID_CLONE_ACTIVE);
                 return VERDICT(BSG_SKIP, BSG_REASON_RAID_CLONE_INACTIVE);
         }
         if (!clone_present(devs, n, i, members_only))
-                return VERDICT(BSG_SCAN, BSG_REASON_UNIQUE);
+                return VERDICT(BSG_SCAN, is_seed_device(d) ? BSG_REASON_SEED : BSG_REASON_UNIQUE);
         if (clone_policy == BSG_CLONE_ACTIVE && is_sole_active_copy(devs, n, i, members_only))
                 return VERDICT(BSG_SCAN, BSG_REASON_CLONE);
         return VERDICT(BSG_SKIP, BSG_REASON_CLONE);
@@ -402,19 +368,34 @@ static int cmp_by_group(const void *a, const void *b, void *userdata)
         return x < y ? -1 : x > y;
 }
 
-void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_policy clone_policy,
+void bsg_policy_decide(const struct bsg_device *in, size_t n, enum bsg_clone_policy clone_policy,
                        struct bsg_verdict *ret_verdicts)
 {
+        _cleanup_free_ struct bsg_device *devs = malloc((n + 1) * sizeof(struct bsg_device));
+        _cleanup_free_ bool *outranked = calloc(n + 1, sizeof(bool));
         _cleanup_free_ size_t *order = malloc((n + 1) * sizeof(size_t));
         _cleanup_free_ size_t *root = malloc((n + 1) * sizeof(size_t));
         _cleanup_free_ struct fs_key *keys = malloc((2 * n + 1) * sizeof(struct fs_key));
         _cleanup_free_ struct bsg_device *group = malloc((n + 1) * sizeof(struct bsg_device));
 
-        bool doubt = false;
+        int doubt_rank = -1; /* the highest rank of a device in doubt */
 
+        if (!devs || !outranked) {
+                /* no memory to decide: every doubt ends in skip */
+                for (size_t i = 0; i < n; i++)
+                        ret_verdicts[i] = VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
+                return;
+        }
+        /* who takes part where devices collide, over the whole set (names cross filesystems) */
+        (void)bsg_outranked(in, n, outranked);
+        for (size_t i = 0; i < n; i++) {
+                devs[i] = in[i];
+                devs[i].outranked = outranked[i];
+        }
         /* a zoned device is nobody's copy: its doubt is its own */
-        for (size_t i = 0; i < n && !doubt; i++)
-                doubt = is_in_doubt(&devs[i]) && !is_zoned(&devs[i]);
+        for (size_t i = 0; i < n; i++)
+                if (is_in_doubt(&devs[i]) && !is_zoned(&devs[i]) && (int)devs[i].rank > doubt_rank)
+                        doubt_rank = (int)devs[i].rank;
         if (!order || !root || !keys || !group) {
                 /* the same verdicts, in O(n^2) */
                 for (size_t i = 0; i < n; i++)
@@ -454,8 +435,10 @@ void bsg_policy_decide(const struct bsg_device *devs, size_t n, enum bsg_clone_p
                         ret_verdicts[order[k]] = bsg_policy_decide_one(group, b - a, k - a, clone_policy);
         }
 out:
-        /* a device of unknown content may be the twin of any of them: nothing is scanned */
-        for (size_t i = 0; i < n && doubt; i++)
-                if (ret_verdicts[i].decision == BSG_SCAN)
+        /* a device of unknown content may be a copy of any device it would outrank or tie with: none of
+         * those is scanned; a device of a higher rank would win that collision, so the doubt stays
+         * where it starts (a stalled stick holds back no internal disk) */
+        for (size_t i = 0; i < n; i++)
+                if (ret_verdicts[i].decision == BSG_SCAN && (int)devs[i].rank <= doubt_rank)
                         ret_verdicts[i] = VERDICT(BSG_SKIP, BSG_REASON_IN_DOUBT);
 }

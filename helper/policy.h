@@ -33,8 +33,7 @@ enum bsg_reason {
         BSG_REASON_RAID_CLONE_INACTIVE,
         BSG_REASON_UNIQUE,
         BSG_REASON_CLONE,
-        BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED,
-        BSG_REASON_REMOVABLE_CLONE,     /* hot-pluggable copy of an fsid internal storage carries */
+        BSG_REASON_OUTRANKED,           /* a device of a higher rank collides with it (rank.h) */
         BSG_REASON_INCONSISTENT_COPIES, /* copies of one fsid disagree (num_devices, seed, devid/UUID) */
         BSG_REASON_PARTITIONED_DISK,    /* a whole disk with partitions and a (stale) btrfs superblock */
         BSG_REASON_SAME_STORAGE,        /* a second name of storage another device already names */
@@ -44,7 +43,6 @@ enum bsg_reason {
         BSG_REASON_FSID_CHANGING, /* CHANGING_FSID(_V2) set: the kernel would match it by either UUID */
         BSG_REASON_UNTRUSTED_METADATA_UUID, /* hot-pluggable media with the METADATA_UUID feature */
         BSG_REASON_ZONED, /* a zoned device: the kernel reads its superblock where this helper does not */
-        BSG_REASON_UNTRUSTED,  /* not trusted storage (is_trusted_storage()): never scanned by the helper */
         BSG_REASON_HELD,       /* a member of a stacked device (dm, md): the same storage as its holder,
                                 * never a copy of it; the holder is decided */
         _BSG_REASON_MAX,
@@ -53,6 +51,23 @@ enum bsg_reason {
 enum bsg_clone_policy {
         BSG_CLONE_SKIP_ALL, /* the rule: no copy of a single-device clone is ever scanned */
         BSG_CLONE_ACTIVE,   /* the copy in the active slot is scanned, the others skipped */
+};
+
+/* Who takes part when devices collide (rank.h): trusted storage (the boot's disk, trusted_disk=,
+ * stacks over them), then fixed storage the boot does not name, then hot-pluggable media. */
+enum bsg_rank {
+        BSG_RANK_HOTPLUG,
+        BSG_RANK_FIXED,
+        BSG_RANK_TRUSTED,
+};
+
+/* The /dev/disk names a device carries. */
+enum bsg_name_kind {
+        BSG_NAME_UUID,      /* by-uuid (a btrfs device's fsid, unless set) */
+        BSG_NAME_LABEL,     /* by-label */
+        BSG_NAME_PARTUUID,  /* by-partuuid */
+        BSG_NAME_PARTLABEL, /* by-partlabel */
+        _BSG_NAME_MAX,
 };
 
 /* What the policy knows of one present device. */
@@ -71,8 +86,11 @@ struct bsg_device {
         uint8_t dev_uuid[BSG_UUID_SIZE];
         bool seeding;
         bool slot_active;    /* the device's partition label names the active slot */
-        bool untrusted;   /* not trusted storage (devices.h is_trusted_storage()): never scanned, never a
-                           * slot, never makes a trusted copy a clone */
+        bool untrusted;   /* not trusted storage (devices.h is_trusted_storage()): never a slot */
+        enum bsg_rank rank;
+        const char *names[_BSG_NAME_MAX]; /* NULL where it carries none */
+        bool reserved;  /* carries a name the system mounts by (rank.h bsg_reserved_has()) */
+        bool outranked; /* a higher rank collides with it (rank.h bsg_outranked(), set by bsg_policy_decide()) */
         bool fsid_mounted;   /* a filesystem with this fsid is mounted (from another device) */
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
@@ -89,7 +107,8 @@ struct bsg_verdict {
         enum bsg_reason reason;
 };
 
-/* Decides for DEVS[I]; a pure function of the set (the order of DEVS does not matter). */
+/* Decides for DEVS[I]; a pure function of the set (the order of DEVS does not matter), with the
+ * devices' OUTRANKED already set (bsg_policy_decide() sets it). */
 struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n, size_t i,
                                          enum bsg_clone_policy clone_policy);
 /* Decides for all of DEVS into RET_VERDICTS (N entries). */
@@ -110,11 +129,9 @@ bool is_not_btrfs(const struct bsg_device *d);
 bool is_in_doubt(const struct bsg_device *d);
 bool is_invalid_superblock(const struct bsg_device *d);
 bool is_bad_path(const struct bsg_device *d);
-bool is_removable_clone_of_mounted(const struct bsg_device *d);
 bool is_partitioned_disk(const struct bsg_device *d);
 bool is_same_storage_secondary(const struct bsg_device *devs, size_t n, size_t i);
-bool is_removable_clone(const struct bsg_device *devs, size_t n, size_t i);
-bool is_untrusted(const struct bsg_device *d);
+bool is_outranked(const struct bsg_device *d);
 bool is_held(const struct bsg_device *d);
 bool has_inconsistent_copies(const struct bsg_device *devs, size_t n, size_t i);
 bool is_seed_device(const struct bsg_device *d);

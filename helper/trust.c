@@ -76,7 +76,7 @@ void trust_describe(const struct ctx *c, char *buf, size_t size)
         anchor_sources(c, sources, sizeof(sources));
         if (!c->trust_in.n_anchor && c->trust_in.narrow)
                 snprintf(buf, size,
-                         "trust: the disk that booted could not be worked out (%s): only the %zu disk(s) named by "
+                         "trust: the disk that booted is not there yet or could not be worked out (%s): only the %zu disk(s) named by "
                          "trusted_disk= and dm/md over them; everything else is untrusted",
                          sources[0] ? sources : "a source present but unreadable", c->n_trusted_devnums);
         else if (c->anchor.ambiguous)
@@ -265,13 +265,26 @@ void decide_trust(struct ctx *c)
                 log_msg("cannot keep the disks that booted: %s", strerror(ENOMEM));
                 add_error(c, "out-of-memory");
         }
+        if (c->devs.names_lost) {
+                /* a PARTUUID or partition name dropped (out of memory) may have been the copy that
+                 * makes a name ambiguous, or a reserved one: narrow, never wider */
+                trust_input_lost(c, "the partition names", -ENOMEM);
+                c->reserved_lost = true;
+                n = 0;
+        }
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
         c->trust_in.n_anchor = n;
         /* a source there but not resolvable (the variable unreadable, the anchor's disks lost to
          * ENOMEM), or an input lost that may have held one (the command line, mountinfo, RAUC's
          * system.conf, the configuration that names it, the inventory or the device list, anything out
          * of memory): no anchor, and not the fallback either */
-        if (n == 0 && (c->anchor.n_disks > 0 || c->loader_unreadable || c->trust_input_lost ||
+        /* a disk the boot names that has not appeared yet narrows trust until it does: nothing is
+         * trusted by its class in the meantime (an MMC card while root=PARTUUID= names an NVMe disk) */
+        bool named_absent = false;
+        for (size_t s = 0; s < _BSG_ANCHOR_SOURCE_MAX; s++)
+                named_absent = named_absent || c->anchor.result[s] == BSG_ANCHOR_NOT_FOUND ||
+                               c->anchor.result[s] == BSG_ANCHOR_NO_DISK;
+        if (n == 0 && (named_absent || c->anchor.n_disks > 0 || c->loader_unreadable || c->trust_input_lost ||
                        ctx_has_error(c, "out-of-memory") || ctx_has_error(c, "config-unreadable") ||
                        ctx_has_error(c, "state-failed") || ctx_has_error(c, "enumerate-failed")))
                 c->trust_in.narrow = true;
@@ -279,6 +292,14 @@ void decide_trust(struct ctx *c)
                 struct entry *e = &c->e[i];
                 bool by_config;
                 e->pd.untrusted = !is_trusted_storage(&e->trust, &c->trust_in, &e->trust_why, &by_config);
+                e->pd.rank = !e->pd.untrusted ? BSG_RANK_TRUSTED : e->trust.class_fixed ? BSG_RANK_FIXED : BSG_RANK_HOTPLUG;
+                e->pd.names[BSG_NAME_PARTUUID] = e->partuuid;
+                e->pd.names[BSG_NAME_PARTLABEL] = e->partlabel;
+                if (e->dev >= 0 && c->devs.v[e->dev].parse_result == 0)
+                        e->pd.names[BSG_NAME_LABEL] = c->devs.v[e->dev].sb.label;
+                /* a source of the reserved names lost: any name it carries may be one */
+                e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd) ||
+                                 (c->reserved_lost && (e->pd.state == BSG_DEV_BTRFS || e->partuuid || e->partlabel));
                 if (e->dev >= 0) {
                         struct bsg_dev *d = &c->devs.v[e->dev];
                         d->untrusted = e->pd.untrusted;

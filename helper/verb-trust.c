@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* `trust DEVNODE`: the rules' question for a block device that carries no btrfs (issue 18 case 4):
- * is it trusted storage? Prints BTRFS_SCAN_GATE_TRUSTED=1|0 and, for untrusted storage that carries
- * a trusted device's partition name, PARTUUID, filesystem UUID or label, UDISKS_IGNORE=1. Reads sysfs,
- * the configuration and udev's database; never opens the device, takes no lock, changes nothing. */
+/* `trust DEVNODE`: the rules' question for a block device that carries no btrfs: is it trusted
+ * storage, and is it withheld? Prints BTRFS_SCAN_GATE_TRUSTED=1|0 and BTRFS_SCAN_GATE_WITHHELD=1 where
+ * a device of a higher rank carries one of its /dev/disk names (filesystem UUID or label, PARTUUID,
+ * partition name) or it is hot-pluggable and carries a name the system mounts by (rank.h). Reads
+ * sysfs, the configuration and udev's database; never opens the device, takes no lock. A device it
+ * outranks that udev linked first is sent a change event. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,55 +22,94 @@ static void print_kv(const char *key, const char *value)
         printf("%s=%s\n", key, value);
 }
 
-/* The names a device carries that a shared /dev/disk link is made from (udev's environment). */
-static const char *const name_keys[] = {"ID_PART_ENTRY_NAME", "ID_PART_ENTRY_UUID", "ID_FS_UUID", "ID_FS_LABEL"};
+/* udev's property of each name a shared /dev/disk link is made from */
+static const char *const name_keys[_BSG_NAME_MAX] = {
+        [BSG_NAME_UUID] = "ID_FS_UUID",
+        [BSG_NAME_LABEL] = "ID_FS_LABEL",
+        [BSG_NAME_PARTUUID] = "ID_PART_ENTRY_UUID",
+        [BSG_NAME_PARTLABEL] = "ID_PART_ENTRY_NAME",
+};
 
-static bool same_name(const char *key, const char *a, const char *b)
+static enum bsg_rank rank_of_devnum(const struct ctx *c, dev_t devnum)
 {
-        if (isempty(a) || isempty(b))
-                return false;
-        /* UUIDs in any case; names exactly */
-        return strstr(key, "UUID") ? strcasecmp(a, b) == 0 : streq(a, b);
+        bool by_config, fixed = false, stacked;
+        const char *why;
+
+        if (bsg_devnum_is_trusted(devnum, &c->trust_in, &by_config))
+                return BSG_RANK_TRUSTED;
+        return bsg_devnum_class(devnum, &fixed, &why, &stacked) == 0 && fixed ? BSG_RANK_FIXED : BSG_RANK_HOTPLUG;
 }
 
-/* Whether another block device that is trusted storage carries one of DEVNODE's names (udev's
- * database of the others: a device it does not know yet does not count). */
-static bool impersonates_trusted(const struct ctx *c, dev_t self)
+/* Whether the udev record of DEV already withholds it (this verb's answer, or the udev verb's). */
+static bool record_withheld(struct udev_device *dev)
 {
-        const char *mine[ELEMENTSOF(name_keys)];
+        const char *w = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_WITHHELD");
+        const char *r = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_REASON");
+        return (w && streq(w, "1")) || (r && streq(r, "outranked"));
+}
+
+/* The devices of udev's database that carry one of SELF's names, and SELF, decided by the one rank
+ * rule (rank.h); a device it outranks whose record does not withhold it yet is sent a change event
+ * (it came first). Returns whether SELF is outranked. */
+static bool decide_collisions(struct ctx *c, struct bsg_device *self, dev_t self_devnum)
+{
+        struct bsg_device devs[64];
+        dev_t devnums[64];
+        char sysnames[64][256];
+        size_t n = 1;
         bool any = false;
 
-        for (size_t k = 0; k < ELEMENTSOF(name_keys); k++)
-                any |= !isempty(mine[k] = getenv(name_keys[k]));
-        if (!any)
-                return false;
-        struct udev *udev = udev_new();
-        if (!udev)
-                return false;
-        struct udev_enumerate *en = udev_enumerate_new(udev);
-        bool found = false;
+        for (size_t k = 0; k < _BSG_NAME_MAX; k++)
+                any |= !isempty(self->names[k]);
+        devs[0] = *self;
+        struct udev *udev = any ? udev_new() : NULL;
+        struct udev_enumerate *en = udev ? udev_enumerate_new(udev) : NULL;
         if (en && udev_enumerate_add_match_subsystem(en, "block") >= 0 && udev_enumerate_scan_devices(en) >= 0) {
                 struct udev_list_entry *le;
                 udev_list_entry_foreach(le, udev_enumerate_get_list_entry(en)) {
-                        if (found)
-                                break;
                         struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
                         if (!dev)
                                 continue;
                         dev_t devnum = udev_device_get_devnum(dev);
+                        struct bsg_device o = {.state = BSG_DEV_NOT_BTRFS};
                         bool match = false;
-                        for (size_t k = 0; k < ELEMENTSOF(name_keys) && !match; k++)
-                                match = same_name(name_keys[k], mine[k], udev_device_get_property_value(dev, name_keys[k]));
-                        bool by_config;
-                        if (match && devnum && devnum != self && bsg_devnum_is_trusted(devnum, &c->trust_in, &by_config))
-                                found = true;
+                        for (size_t k = 0; k < _BSG_NAME_MAX; k++) {
+                                const char *v = udev_device_get_property_value(dev, name_keys[k]);
+                                o.names[k] = NULL;
+                                if (isempty(v) || isempty(self->names[k]))
+                                        continue;
+                                bool eq = k == BSG_NAME_UUID || k == BSG_NAME_PARTUUID ? strcasecmp(v, self->names[k]) == 0
+                                                                                       : streq(v, self->names[k]);
+                                if (eq) {
+                                        o.names[k] = self->names[k]; /* the shared name is all that counts */
+                                        match = true;
+                                }
+                        }
+                        if (match && devnum && devnum != self_devnum && n < ELEMENTSOF(devs)) {
+                                o.rank = rank_of_devnum(c, devnum);
+                                /* a lower rank already linked: its record is stale */
+                                devnums[n] = record_withheld(dev) ? 0 : devnum;
+                                snprintf(sysnames[n], sizeof(sysnames[n]), "%s", udev_device_get_sysname(dev));
+                                devs[n++] = o;
+                        }
                         udev_device_unref(dev);
                 }
         }
         if (en)
                 udev_enumerate_unref(en);
-        udev_unref(udev);
-        return found;
+        if (udev)
+                udev_unref(udev);
+        bool outranked[ELEMENTSOF(devs)];
+        if (bsg_outranked(devs, n, outranked) < 0)
+                add_error(c, "out-of-memory");
+        const char *why = getenv("SYNTH_ARG_BSG");
+        for (size_t i = 1; i < n && !c->dry_run && !(why && streq(why, "reannounced")); i++)
+                if (outranked[i] && devnums[i]) {
+                        char devnode[300];
+                        snprintf(devnode, sizeof(devnode), "/dev/%.255s", sysnames[i]);
+                        reannounce_device(c, sysnames[i], devnode, "a device of a higher rank carries one of its names");
+                }
+        return outranked[0];
 }
 
 /* DEVNODE names a block device: its node, or udev's event for it (DEVNAME, MAJOR, MINOR: the node can
@@ -101,14 +142,21 @@ int run_trust(struct ctx *c)
                 print_kv("BTRFS_SCAN_GATE_TRUSTED", "0");
                 return 0;
         }
-        const struct entry *e = &c->e[r];
+        struct entry *e = &c->e[r];
+        e->pd.names[BSG_NAME_UUID] = getenv("ID_FS_UUID");
+        e->pd.names[BSG_NAME_LABEL] = getenv("ID_FS_LABEL");
+        if (!e->pd.names[BSG_NAME_PARTUUID])
+                e->pd.names[BSG_NAME_PARTUUID] = getenv("ID_PART_ENTRY_UUID");
+        if (!e->pd.names[BSG_NAME_PARTLABEL])
+                e->pd.names[BSG_NAME_PARTLABEL] = getenv("ID_PART_ENTRY_NAME");
+        e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd);
         print_kv("BTRFS_SCAN_GATE_TRUSTED", e->pd.untrusted ? "0" : "1");
         print_kv("BTRFS_SCAN_GATE_TRUST_SOURCE", trust_source(c));
         if (c->verbose)
                 log_msg_debug("%s: %s (%s; trust from %s)", e->devnode, e->pd.untrusted ? "untrusted" : "trusted",
                               e->trust_why, trust_source(c));
-        if (e->pd.untrusted && impersonates_trusted(c, e->devnum)) {
-                print_kv("UDISKS_IGNORE", "1");
+        if (decide_collisions(c, &e->pd, e->devnum)) {
+                print_kv("BTRFS_SCAN_GATE_WITHHELD", "1");
                 /* 99-btrfs-scan-gate-late.rules puts it back after SteamOS's partsets rules */
                 print_kv("BTRFS_SCAN_GATE_UDISKS_IGNORE", "1");
         }

@@ -66,9 +66,16 @@ static void log_security_reason(const struct entry *t, bool acting)
         const char *listed = acting ? "listed in skip_scan" : "to be listed in skip_scan (not done by this run)";
 
         switch (t->v.reason) {
-        case BSG_REASON_REMOVABLE_CLONE:
-                log_msg("%s: removable device carries the fsid of internal storage: never scanned, no slot, no links",
-                        t->devnode);
+        case BSG_REASON_OUTRANKED:
+                log_msg("%s: %s: withheld (never scanned, no shared link, not ready)%s", t->devnode,
+                        t->pd.reserved && t->pd.rank == BSG_RANK_HOTPLUG
+                                ? "carries a name the system mounts by (root=, fstab, RAUC, partsets), and is not "
+                                         "trusted storage"
+                                       : "a device of a higher rank (trusted storage, then fixed storage, then "
+                                         "hot-pluggable media) carries its filesystem or one of its /dev/disk names",
+                        t->pd.rank == BSG_RANK_FIXED ? "; if the disk is inside the machine, name it "
+                                                       "trusted_disk=/dev/disk/by-path/..."
+                                                     : "");
                 break;
         case BSG_REASON_INCONSISTENT_COPIES:
                 log_msg("%s: copies of this fsid disagree (devices, seed flag or device UUIDs): never scanned",
@@ -102,13 +109,6 @@ static void log_security_reason(const struct entry *t, bool acting)
         case BSG_REASON_UNREADABLE:
                 log_msg("%s: superblock unreadable and never read before: %s, never scanned", t->devnode, listed);
                 break;
-        case BSG_REASON_UNTRUSTED:
-                /* not `btrfs device scan`: the patched kernel answers a scan of a listed device with
-                 * success and registers nothing; a mount-time scan is never skipped */
-                log_msg("%s: not trusted storage: %s, never scanned (mount it naming its devices, "
-                        "`mount -o device=%s ...`, or trust its disk with trusted_disk=/dev/disk/by-path/...)",
-                        t->devnode, listed, t->devnode);
-                break;
         default:
                 break;
         }
@@ -130,20 +130,6 @@ static void print_slot(const struct ctx *c, const struct entry *t)
         printf("BTRFS_SCAN_GATE_SLOT_BASE=%s\n", base); /* encoded already: print_kv would escape its '\' */
         if (slot && c->have_active_slot)
                 print_kv("BTRFS_SCAN_GATE_SLOT_ACTIVE", t->pd.slot_active ? "1" : "0");
-}
-
-/* Another entry, trusted, has T's partition name or PARTUUID. */
-static bool carries_trusted_name(const struct ctx *c, const struct entry *t)
-{
-        for (size_t i = 0; i < c->n; i++) {
-                const struct entry *e = &c->e[i];
-                if (e == t || e->pd.untrusted)
-                        continue;
-                if ((t->partlabel && streq_ptr(e->partlabel, t->partlabel)) ||
-                    (t->partuuid && e->partuuid && strcasecmp(e->partuuid, t->partuuid) == 0))
-                        return true;
-        }
-        return false;
 }
 
 /* What E's event would print for DECISION, REASON and SLOT_ACTIVE now ("" where unset), as
@@ -206,7 +192,8 @@ static void reannounce_stale(struct ctx *c, const struct entry *t, const struct 
                 bool member = false;
                 for (size_t k = 0; k < n_members; k++)
                         member = member || members[k] == e->devnum;
-                if (e == t || !e->devnum || (!e->target_group && !member))
+                /* a device this event's device outranks (a name they share, not only a filesystem) */
+                if (e == t || !e->devnum || (!e->target_group && !member && e->v.reason != BSG_REASON_OUTRANKED))
                         continue;
                 reannounce_if_stale(c, e, NULL, 0);
         }
@@ -290,8 +277,6 @@ int run_udev(struct ctx *c)
         if (t->v.reason == BSG_REASON_BAD_PATH)
                 log_msg("%s: path contains ',' or whitespace or is longer than %d bytes: cannot be listed in "
                         "skip_scan, not scanned", t->devnode, BSG_PATH_NAME_MAX);
-        if (t->v.reason == BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED)
-                log_msg("%s: removable device carries the fsid of a mounted filesystem: never scanned", t->devnode);
         log_security_reason(t, acting);
 
         if (c->dry_run) {
@@ -339,11 +324,8 @@ int run_udev(struct ctx *c)
                               t->v.decision == BSG_SKIP && t->has_slot && c->have_active_slot && !t->pd.slot_active;
         print_kv("BTRFS_SCAN_GATE_TRUSTED", t->pd.untrusted ? "0" : "1");
         print_kv("BTRFS_SCAN_GATE_TRUST_SOURCE", trust_source(c));
-        /* untrusted storage of its own (a stick nobody copied) stays visible to udisks; one that
-         * carries a trusted device's partition name or PARTUUID does not */
-        bool hidden = !bsg_verdict_may_own_links(&t->v) &&
-                      (t->v.reason != BSG_REASON_UNTRUSTED || carries_trusted_name(c, t));
-        if (inactive_clone || hidden) {
+        bool withheld = !bsg_verdict_may_own_links(&t->v);
+        if (inactive_clone || withheld) {
                 print_kv("UDISKS_IGNORE", "1");
                 /* the same again under the gate's own name: 99-btrfs-scan-gate-late.rules puts
                  * UDISKS_IGNORE=1 back after later rules that set it (SteamOS's partsets rules) */

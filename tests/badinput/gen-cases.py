@@ -82,7 +82,8 @@ cases = [
 ("efivar-attributes-only", r"efivar=\x06\x00\x00", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
 # there but unreadable: no anchor and no fallback, only trusted_disk= (the test seam names $DEV)
 ("efivar-unreadable", "efivar=@dir", D, 0, "cannot read", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=trusted-disk-only", 10),
-("efivar-names-nothing", r"efivar=\x06\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
+# a variable naming a partition that is not there (yet): trust narrows until it appears, never the class
+("efivar-names-nothing", r"efivar=\x06\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=trusted-disk-only", 10),
 # non-volatile (attributes 7): systemd-boot's is volatile, so the running system wrote this one
 ("efivar-non-volatile", r"efivar=\x07\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00", D, 0, "non-volatile", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),
 ("efivar-junk-after-nul", r"efivar=\x06\x00\x00\x00" + "".join(c + r"\x00" for c in "12345678-1234-4234-8234-123456789abc") + r"\x00\x00x\x00", D, 0, "not a partition GUID in UTF-16LE", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUST_SOURCE=fallback", 10),

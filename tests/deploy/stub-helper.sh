@@ -4,8 +4,10 @@
 # rules' plumbing is tested on its own. No kernel I/O. Usage: stub-helper.sh TABLE udev DEVNODE
 table=$1
 # a device without btrfs: the stub's storage is untrusted unless the table names it "trusted"
+# ("withheld": a higher rank carries one of its names)
 if [ "$2" = trust ]; then
     if grep -q "^$3 trusted\$" "$table"; then echo "BTRFS_SCAN_GATE_TRUSTED=1"; else echo "BTRFS_SCAN_GATE_TRUSTED=0"; fi
+    if grep -q "^$3 withheld\$" "$table"; then echo "BTRFS_SCAN_GATE_WITHHELD=1"; fi
     exit 0
 fi
 [ "$2" = udev ] || { echo "btrfs-scan-gate: stub: usage: TABLE udev|trust DEVNODE" >&2; exit 2; }

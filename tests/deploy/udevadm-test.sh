@@ -61,7 +61,7 @@ printf 'KERNEL=="%s", ENV{ID_PART_ENTRY_NAME}="bsgtest-A"\nKERNEL=="%s", ENV{ID_
 
 case $mode in
 stub)
-    printf '%s scan A bsgtest 1 1\n%s skip B bsgtest 0 0\n' "$a" "$b" > "$state/table"
+    printf '%s scan A bsgtest 1 1\n%s skip B bsgtest 0 0\n%s withheld\n' "$a" "$b" "$c" > "$state/table"
     printf 'target="%s %s"\n' "$here/stub-helper.sh" "$state/table" > "$state/target.sh"
     ;;
 helper)
@@ -156,10 +156,10 @@ for order in ab ba; do
     expect "$db" '^E:UDISKS_IGNORE=1$'
     # trusted storage is never below 0: the inactive slot still wins over untrusted storage
     expect "$db" '^L:10$'
-    # untrusted storage without btrfs: asked (trust), last for every link
+    # untrusted storage without btrfs: asked (trust); a link priority does not withhold (none set)
     dc=$state/$order/$cn.db
     expect "$dc" '^E:BTRFS_SCAN_GATE_TRUSTED=0$'
-    expect "$dc" '^L:-100$'
+    expect_not "$dc" '^L:-100$'
     expect "$state/$order/$cn.udevadm.log" "Importing properties from results of '.*helper-wrapper.sh trust $c'"
     # a skipped clone keeps SYSTEMD_READY
     expect_not "$db" '^E:SYSTEMD_READY=0$'
@@ -170,11 +170,24 @@ for order in ab ba; do
     expect "$links" "^/dev/disk/by-slot/other/bsgtest -> $b\$"
     expect_not "$links" "by-label/bsgtest -> $c\$"
 done
-if [ "$mode" = helper ]; then
-    # it carries the label and partition name of trusted storage: hidden from udisks too (in the
-    # order where the trusted devices are in udev's database first)
-    expect "$state/ab/$cn.db" '^E:UDISKS_IGNORE=1$'
-fi
+# it carries the label and partition name of trusted storage (in the order where the trusted devices
+# are in udev's database first; the stub says so in both): withheld, not only hidden from udisks: not
+# ready, and none of the links 60-persistent-storage.rules gave it (SYMLINK= drops them)
+orders=ab
+if [ "$mode" = stub ]; then orders="ab ba"; fi
+for order in $orders; do
+    dc=$state/$order/$cn.db
+    expect "$dc" '^E:BTRFS_SCAN_GATE_WITHHELD=1$'
+    expect "$dc" '^E:UDISKS_IGNORE=1$'
+    expect "$dc" '^E:SYSTEMD_READY=0$'
+    expect_not "$dc" '^S:disk/by-label/'
+    expect_not "$dc" '^S:disk/by-uuid/'
+    expect_not "$dc" '^S:disk/by-partlabel/'
+    expect_not "$state/$order/links" " -> $c\$"
+done
+# the contrast: the stock rules give the same device its by-label link
+in_private_udev "" "$state/stock-c" "$c"
+expect "$state/stock-c/$cn.db" '^S:disk/by-label/bsgtest$'
 # the scanned, complete device re-triggers waiting ones; the skipped clone triggers nothing
 expect "$la" "^run: '/bin/udevadm trigger -s block -p ID_BTRFS_READY=0'"
 expect_not "$lb" "trigger -s block"

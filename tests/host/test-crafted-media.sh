@@ -136,15 +136,16 @@ boot_dry "$work/bad.out"
 expect_verdict "$work/bad.out" "$bad" "skip invalid-superblock" "btrfs magic, checksum broken"
 listed "$work/bad.out" "$bad" || fail "$bad not in the skip list: $(skip_list "$work/bad.out")"
 
-# --- issue 18: a loop device the configuration does not name is untrusted storage ----------------
-# (before: loop devices counted as internal storage and a unique btrfs on one was `scan unique`)
+# --- a loop device the configuration does not name is untrusted storage; trust arbitrates
+# collisions only, so a filesystem nothing else carries is scanned on it as with systemd's rules
+# (before: `skip untrusted`, so a USB RAID enclosure or a second disk assembled nowhere)
 truncate -s 120M "$work/u.img"
 mkfs.btrfs -f -L untrusted-B "$work/u.img" >>"$log" 2>&1 || { echo "FAIL: mkfs.btrfs"; exit 1; }
 u1=$(attach "$work/u.img")
 printf 'clone_policy=skip-all\nactive_slot=B\n' >"$work/gate.conf" # names no disk
 boot_dry "$work/untrusted.out"
-expect_verdict "$work/untrusted.out" "$u1" "skip untrusted" "a loop device no trusted_disk= names"
-listed "$work/untrusted.out" "$u1" || fail "$u1 not in the skip list: $(skip_list "$work/untrusted.out")"
+expect_verdict "$work/untrusted.out" "$u1" "scan unique" "a loop device no trusted_disk= names, colliding with nothing"
+listed "$work/untrusted.out" "$u1" && fail "$u1 in the skip list: $(skip_list "$work/untrusted.out")"
 "${wrapper[@]}" "$helper" -v status >"$work/untrusted-status.out" 2>&1 || fail "status failed"
 grep -q "^trust: $u1 untrusted (virtual device" "$work/untrusted-status.out" ||
     fail "status -v does not say why $u1 is untrusted: $(grep '^trust' "$work/untrusted-status.out" | head -3)"
@@ -152,7 +153,7 @@ grep -q "^trust: from the fallback (the boot names no disk.*): 0 disk(s) named b
     fail "status -v does not say that trust came from the fallback"
 DEVNAME=$u1 ID_PART_ENTRY_NAME=rootfs-B "${wrapper[@]}" "$helper" --dry-run udev "$u1" \
     >"$work/untrusted-udev.out" 2>"$work/untrusted-udev.err" || fail "udev --dry-run $u1 failed"
-for want in BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=untrusted BTRFS_SCAN_GATE_SLOT=; do
+for want in BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_TRUSTED=0 BTRFS_SCAN_GATE_SLOT=; do
     grep -qx "$want" "$work/untrusted-udev.out" || fail "udev $u1: no '$want' in $(tr '\n' ' ' <"$work/untrusted-udev.out")"
 done
 # named, the same device is trusted: a unique filesystem, scanned
@@ -168,7 +169,7 @@ if command -v dmsetup >/dev/null && dmsetup version >>"$log" 2>&1; then
         expect_verdict "$work/dm-named.out" "$dm" "scan unique" "dm-linear over a named loop device"
         printf 'clone_policy=skip-all\n' >"$work/gate.conf"
         boot_dry "$work/dm-untrusted.out"
-        expect_verdict "$work/dm-untrusted.out" "$dm" "skip untrusted" "dm-linear over an unnamed loop device"
+        expect_verdict "$work/dm-untrusted.out" "$dm" "scan unique" "dm-linear over an unnamed loop device, colliding with nothing"
         dmsetup remove "$dm_name" >>"$log" 2>&1 && dm_name=
     else
         echo "note: dmsetup create failed (no device-mapper here?): the dm part was not run"
@@ -176,6 +177,16 @@ if command -v dmsetup >/dev/null && dmsetup version >>"$log" 2>&1; then
 else
     echo "note: no dmsetup: the dm part was not run"
 fi
+
+# a byte copy of the named device on a device nobody names: the higher rank takes part, the copy is
+# withheld (`skip outranked`, listed), whatever the order
+cp --sparse=always "$work/u.img" "$work/u2.img"
+u2=$(attach "$work/u2.img")
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$u1" >"$work/gate.conf"
+boot_dry "$work/outranked.out"
+expect_verdict "$work/outranked.out" "$u1" "scan unique" "the named loop device beside an untrusted copy"
+expect_verdict "$work/outranked.out" "$u2" "skip outranked" "an untrusted copy of a named loop device"
+listed "$work/outranked.out" "$u2" || fail "$u2 not in the skip list: $(skip_list "$work/outranked.out")"
 
 if [ "$failed" -ne 0 ]; then exit 1; fi
 echo "PASS"

@@ -264,7 +264,7 @@ static void starred_disks(void)
                 /* every other one shows zeros now */
                 e[n++] = (struct entry){.devnode = names[i], .disk = stick,
                                         .v = i % 2 ? (struct bsg_verdict){BSG_IGNORE, BSG_REASON_NOT_BTRFS}
-                                                   : (struct bsg_verdict){BSG_SKIP, BSG_REASON_UNTRUSTED},
+                                                   : (struct bsg_verdict){BSG_SKIP, BSG_REASON_OUTRANKED},
                                         .pd = {.path_ok = true, .untrusted = true}, .trust = hot};
         }
         /* a card showing only zeros: listed all the same */
@@ -272,7 +272,7 @@ static void starred_disks(void)
                                 .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS}, .pd = {.path_ok = true, .untrusted = true},
                                 .trust = hot};
         /* a stacked device over a stick: its own node, not a partition of the stick */
-        e[n++] = (struct entry){.devnode = "/dev/dm-3", .disk = stick, .v = {BSG_SKIP, BSG_REASON_UNTRUSTED},
+        e[n++] = (struct entry){.devnode = "/dev/dm-3", .disk = stick, .v = {BSG_SKIP, BSG_REASON_OUTRANKED},
                                 .pd = {.path_ok = true, .untrusted = true},
                                 .trust = {.class_known = true, .class_fixed = false, .stacked = true}};
         check_case = "starred: a stick by its whole disk";
@@ -287,7 +287,7 @@ static void starred_disks(void)
         struct entry two[3] = {
                 {.devnode = "/dev/sdy1", .disk = "/x/block/sdy", .v = {BSG_SCAN, BSG_REASON_UNIQUE},
                  .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
-                {.devnode = "/dev/sdy2", .disk = "/x/block/sdy", .v = {BSG_SKIP, BSG_REASON_REMOVABLE_CLONE},
+                {.devnode = "/dev/sdy2", .disk = "/x/block/sdy", .v = {BSG_SKIP, BSG_REASON_OUTRANKED},
                  .pd = {.path_ok = true, .untrusted = true}, .trust = hot},
                 {.devnode = "/dev/sdy3", .disk = "/x/block/sdy", .v = {BSG_IGNORE, BSG_REASON_NOT_BTRFS},
                  .pd = {.path_ok = true, .untrusted = true}, .trust = hot},

@@ -22,6 +22,9 @@ struct spec {
         int mu;              /* METADATA_UUID feature with this metadata_uuid byte; 0: none */
         bool changing;       /* CHANGING_FSID_V2 */
         bool zoned;
+        bool fixed;          /* fixed storage the boot does not name (rank between the two) */
+        const char *label;   /* by-label */
+        bool reserved;       /* carries a name the system mounts by */
 };
 
 static struct bsg_device to_dev(const struct spec *s)
@@ -33,7 +36,10 @@ static struct bsg_device to_dev(const struct spec *s)
                 .num_devices = s->num ? s->num : 1,
                 .seeding = s->seed,
                 .slot_active = s->active,
-                .untrusted = s->hotplug,
+                .untrusted = s->hotplug || s->fixed,
+                .rank = s->hotplug ? BSG_RANK_HOTPLUG : s->fixed ? BSG_RANK_FIXED : BSG_RANK_TRUSTED,
+                .names = {[BSG_NAME_LABEL] = s->label},
+                .reserved = s->reserved,
                 .fsid_mounted = s->fsid_mounted,
                 .self_mounted = s->self_mounted,
                 .path_ok = !s->bad_path,
@@ -66,11 +72,14 @@ struct policy_case {
 static void policy_one(const struct policy_case *t)
 {
         struct bsg_device d[MAXDEV];
+        struct bsg_verdict all[MAXDEV];
 
         check_case = t->name;
         for (size_t i = 0; i < t->n; i++)
                 d[i] = to_dev(&t->devs[i]);
-        struct bsg_verdict v = bsg_policy_decide_one(d, t->n, t->target, t->pol);
+        /* the whole set: the rank rule (rank.h) runs over it first */
+        bsg_policy_decide(d, t->n, t->pol, all);
+        struct bsg_verdict v = all[t->target];
         CHECK_STREQ(bsg_decision_name(v.decision), bsg_decision_name(t->decision));
         CHECK_STREQ(bsg_reason_name(v.reason), bsg_reason_name(t->reason));
 }
@@ -96,8 +105,8 @@ static const struct policy_case policy_cases[] = {
          2, 0, BSG_SKIP, BSG_REASON_CLONE},
         {"three-copies", SKIPALL, {{"/dev/a", 1}, {"/dev/b", 1}, {"/dev/c", 1}}, 3, 2, BSG_SKIP, BSG_REASON_CLONE},
         {"seed", SKIPALL, {{"/dev/a", 1, .seed = true}}, 1, 0, BSG_SCAN, BSG_REASON_SEED},
-        {"seed-cloned", SKIPALL, {{"/dev/a", 1, .seed = true}, {"/dev/b", 1, .seed = true}}, 2, 1, BSG_SCAN,
-         BSG_REASON_SEED},
+        {"seed-cloned", SKIPALL, {{"/dev/a", 1, .seed = true}, {"/dev/b", 1, .seed = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_CLONE},
         {"multi-device", SKIPALL, {{"/dev/a", 1, 1, 2}, {"/dev/b", 1, 2, 2}}, 2, 1, BSG_SCAN,
          BSG_REASON_MULTI_DEVICE},
         {"multi-device-alone", SKIPALL, {{"/dev/a", 1, 1, 2}}, 1, 0, BSG_SCAN, BSG_REASON_MULTI_DEVICE},
@@ -114,10 +123,11 @@ static const struct policy_case policy_cases[] = {
          BSG_REASON_RAID_CLONE_INACTIVE},
         {"hijack-usb-clone", SKIPALL, {{"/dev/a", 1, .fsid_mounted = true, .self_mounted = true},
                                        {"/dev/usb", 1, .hotplug = true, .fsid_mounted = true}},
-         2, 1, BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
+         2, 1, BSG_SKIP, BSG_REASON_OUTRANKED},
         {"hijack-usb-seed", SKIPALL, {{"/dev/usb", 1, .seed = true, .hotplug = true, .fsid_mounted = true}}, 1, 0,
-         BSG_SKIP, BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED},
-        /* issue 18: untrusted storage is never scanned by the helper (its mount names its devices) */
+         BSG_SKIP, BSG_REASON_OUTRANKED},
+        /* trust arbitrates collisions: a device that collides with nothing is scanned as with systemd's
+         * rules, whatever its rank (a lone stick, a USB RAID enclosure, a seed on a card) */
         {"usb-mounted-itself", SKIPALL, {{"/dev/usb", 1, .hotplug = true, .fsid_mounted = true, .self_mounted = true}},
          1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         /* issue 18 case 10: the partition under dm-verity is its holder's, never a copy of it */
@@ -131,10 +141,44 @@ static const struct policy_case policy_cases[] = {
         {"verity-root-other-slot", ACTIVE,
          {{"/dev/dm-0", 1, .active = true}, {"/dev/vdb1", 1, .active = true, .held = true}, {"/dev/vdb2", 1}}, 3, 2,
          BSG_SKIP, BSG_REASON_CLONE},
-        {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
+        {"usb-not-mounted", SKIPALL, {{"/dev/usb", 1, .hotplug = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         {"untrusted-multi-device", SKIPALL, {{"/dev/loop1", 1, 1, 2, .hotplug = true}, {"/dev/loop2", 1, 2, 2, .hotplug = true}},
-         2, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
-        {"untrusted-seed", SKIPALL, {{"/dev/nbd0", 1, .seed = true, .hotplug = true}}, 1, 0, BSG_SKIP, BSG_REASON_UNTRUSTED},
+         2, 0, BSG_SCAN, BSG_REASON_MULTI_DEVICE},
+        {"untrusted-seed", SKIPALL, {{"/dev/nbd0", 1, .seed = true, .hotplug = true}}, 1, 0, BSG_SCAN, BSG_REASON_SEED},
+        {"fixed-lone", SKIPALL, {{"/dev/sdb1", 1, .fixed = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"fixed-raid1-member-alone", SKIPALL, {{"/dev/sdb1", 1, 1, 2, .fixed = true}}, 1, 0, BSG_SCAN,
+         BSG_REASON_MULTI_DEVICE},
+        /* ranks: trusted > fixed > hot-pluggable, by filesystem or by a shared /dev/disk name */
+        {"fixed-outranks-stick", SKIPALL, {{"/dev/sdb1", 1, .fixed = true}, {"/dev/sdc1", 1, .hotplug = true}}, 2, 1,
+         BSG_SKIP, BSG_REASON_OUTRANKED},
+        {"fixed-outranks-stick-fixed-scanned", SKIPALL, {{"/dev/sdb1", 1, .fixed = true}, {"/dev/sdc1", 1, .hotplug = true}},
+         2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"trusted-outranks-fixed", SKIPALL, {{"/dev/nvme0n1p2", 1}, {"/dev/sdb1", 1, .fixed = true}}, 2, 1, BSG_SKIP,
+         BSG_REASON_OUTRANKED},
+        {"trusted-member-outranks-fixed-member", SKIPALL, {{"/dev/nvme0n1p2", 1, 1, 2}, {"/dev/sdb1", 1, 2, 2, .fixed = true}},
+         2, 1, BSG_SKIP, BSG_REASON_OUTRANKED},
+        {"label-collision-other-fs", SKIPALL, {{"/dev/a", 1, .label = "root"}, {"/dev/usb", 2, .hotplug = true, .label = "root"}},
+         2, 1, BSG_SKIP, BSG_REASON_OUTRANKED},
+        {"label-collision-trusted-kept", SKIPALL, {{"/dev/a", 1, .label = "root"}, {"/dev/usb", 2, .hotplug = true, .label = "root"}},
+         2, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"reserved-stick-alone", SKIPALL, {{"/dev/usb", 1, .hotplug = true, .reserved = true}}, 1, 0, BSG_SKIP,
+         BSG_REASON_OUTRANKED},
+        /* a fixed disk the boot does not name may be the root's only carrier: it loses collisions only */
+        {"reserved-fixed-alone", SKIPALL, {{"/dev/sdb1", 1, .fixed = true, .reserved = true}}, 1, 0, BSG_SCAN,
+         BSG_REASON_UNIQUE},
+        {"reserved-fixed-beside-trusted", SKIPALL, {{"/dev/a", 1, .reserved = true}, {"/dev/sdb1", 1, .fixed = true, .reserved = true}},
+         2, 1, BSG_SKIP, BSG_REASON_OUTRANKED},
+        {"reserved-trusted", SKIPALL, {{"/dev/a", 1, .reserved = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
+        {"reserved-stick-booted-from", SKIPALL,
+         {{"/dev/usb", 1, .hotplug = true, .reserved = true, .self_mounted = true, .fsid_mounted = true}}, 1, 0,
+         BSG_SCAN, BSG_REASON_UNIQUE},
+        /* seeds follow the clone rules */
+        {"cloned-seeds", SKIPALL, {{"/dev/a", 1, .seed = true}, {"/dev/b", 1, .seed = true}}, 2, 0, BSG_SKIP,
+         BSG_REASON_CLONE},
+        {"cloned-seeds-active", ACTIVE, {{"/dev/a", 1, .seed = true, .active = true}, {"/dev/b", 1, .seed = true}}, 2, 0,
+         BSG_SCAN, BSG_REASON_CLONE},
+        {"cloned-seeds-inactive", ACTIVE, {{"/dev/a", 1, .seed = true, .active = true}, {"/dev/b", 1, .seed = true}}, 2, 1,
+         BSG_SKIP, BSG_REASON_CLONE},
         {"fixed-disk-fsid-mounted", SKIPALL, {{"/dev/b", 1, .fsid_mounted = true}}, 1, 0, BSG_SCAN, BSG_REASON_UNIQUE},
         /* issue 10 item 1: a fake multi-device or seed copy beside the clones */
         {"fake-multi-device-copy", SKIPALL,
@@ -159,7 +203,7 @@ static const struct policy_case policy_cases[] = {
          BSG_SCAN, BSG_REASON_MULTI_DEVICE},
         /* issue 10 item 2: a stick carrying an fsid internal storage carries, at boot (nothing mounted) */
         {"usb-copy-at-boot", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true}}, 2, 1, BSG_SKIP,
-         BSG_REASON_REMOVABLE_CLONE},
+         BSG_REASON_OUTRANKED},
         {"usb-copy-does-not-make-internal-a-clone", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true}}, 2, 0,
          BSG_SCAN, BSG_REASON_UNIQUE},
         {"usb-copy-of-ab-pair", ACTIVE,
@@ -168,7 +212,7 @@ static const struct policy_case policy_cases[] = {
         {"usb-fake-multi-device-of-internal", SKIPALL, {{"/dev/a", 1}, {"/dev/usb", 1, 1, 2, .hotplug = true}}, 2, 0,
          BSG_SCAN, BSG_REASON_UNIQUE},
         {"two-usb-clones", SKIPALL, {{"/dev/u1", 1, .hotplug = true}, {"/dev/u2", 1, .hotplug = true}}, 2, 0,
-         BSG_SKIP, BSG_REASON_UNTRUSTED},
+         BSG_SKIP, BSG_REASON_CLONE},
         {"usb-booted-from-itself", SKIPALL,
          {{"/dev/a", 1}, {"/dev/usb", 1, .hotplug = true, .self_mounted = true, .member = true}}, 2, 1, BSG_SKIP,
          BSG_REASON_CLONE},
@@ -459,11 +503,10 @@ int main(void)
                 order_one(&order_cases[i]);
 
         check_case = "names";
-        CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED), "removable-clone-of-mounted");
         CHECK_STREQ(bsg_reason_name(_BSG_REASON_MAX), "unknown");
         CHECK_STREQ(bsg_decision_name(BSG_SKIP), "skip");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_SAME_STORAGE), "same-storage");
-        CHECK_STREQ(bsg_reason_name(BSG_REASON_REMOVABLE_CLONE), "removable-clone");
+        CHECK_STREQ(bsg_reason_name(BSG_REASON_OUTRANKED), "outranked");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_INCONSISTENT_COPIES), "inconsistent-copies");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_PARTITIONED_DISK), "partitioned-disk");
         CHECK_STREQ(bsg_reason_name(BSG_REASON_FSID_CHANGING), "fsid-changing");
@@ -476,8 +519,8 @@ int main(void)
                 bool may;
         } links[] = {
                 {BSG_REASON_UNIQUE, true},          {BSG_REASON_CLONE, true},
-                {BSG_REASON_RAID_CLONE_INACTIVE, true}, {BSG_REASON_REMOVABLE_CLONE, false},
-                {BSG_REASON_REMOVABLE_CLONE_OF_MOUNTED, false}, {BSG_REASON_SAME_STORAGE, false},
+                {BSG_REASON_RAID_CLONE_INACTIVE, true}, {BSG_REASON_OUTRANKED, false},
+                {BSG_REASON_SAME_STORAGE, false},
                 {BSG_REASON_INCONSISTENT_COPIES, false}, {BSG_REASON_PARTITIONED_DISK, false},
                 {BSG_REASON_INVALID_SUPERBLOCK, false}, {BSG_REASON_FSID_CHANGING, false},
                 {BSG_REASON_UNTRUSTED_METADATA_UUID, false}, {BSG_REASON_ZONED, false},

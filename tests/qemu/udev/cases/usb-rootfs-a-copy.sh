@@ -4,7 +4,7 @@
 # mass-storage disk (qemu-xhci + usb-storage, removable=off: only its sysfs path says usb) present at
 # boot, whose one GPT partition is also named rootfs-A and holds a copy of rootfs-A with a superblock
 # generation 5 higher. In every event order (the unit's `boot` then coldplug; then change events
-# with the stick first, and with the stick last) the stick is `skip removable-clone`, listed in
+# with the stick first, and with the stick last) the stick is `skip outranked`, listed in
 # skip_scan, never registered (not even by `btrfs device scan` of everything), has no slot and no
 # SLOT_ACTIVE, gets UDISKS_IGNORE=1 and SYSTEMD_READY=0, and owns none of by-uuid, by-label,
 # by-partlabel/rootfs-A, by-slot; the internal rootfs-A mounts (a plain mount, which a registered
@@ -30,7 +30,7 @@ usb_check() {
     sys_props "$USB"
     log "$what: USB $USB: decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON slot=$P_BTRFS_SCAN_GATE_SLOT slot-active=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE udisks-ignore=$P_UDISKS_IGNORE systemd-ready=$P_SYSTEMD_READY"
     [ "$P_BTRFS_SCAN_GATE_DECISION" = skip ] || fail "$what: USB decision $P_BTRFS_SCAN_GATE_DECISION"
-    [ "$P_BTRFS_SCAN_GATE_REASON" = removable-clone ] || fail "$what: USB reason $P_BTRFS_SCAN_GATE_REASON"
+    [ "$P_BTRFS_SCAN_GATE_REASON" = outranked ] || fail "$what: USB reason $P_BTRFS_SCAN_GATE_REASON"
     case "$P_BTRFS_SCAN_GATE_SLOT" in - | "") ;; *) fail "$what: USB has slot $P_BTRFS_SCAN_GATE_SLOT" ;; esac
     [ "$P_BTRFS_SCAN_GATE_SLOT_ACTIVE" = - ] || fail "$what: USB has SLOT_ACTIVE=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
     [ "$P_UDISKS_IGNORE" = 1 ] || fail "$what: USB UDISKS_IGNORE=$P_UDISKS_IGNORE"
@@ -49,8 +49,8 @@ usb_check() {
         [ "$(target "$link")" = "$USB" ] && fail "$what: $link points at the USB copy"
     done
     btrfs-scan-gate status >/tmp/status.txt 2>&1
-    grep -q "^$USB .* skip *removable-clone" /tmp/status.txt ||
-        { sed 's/^/guest: status: /' /tmp/status.txt; fail "$what: status does not say skip removable-clone for $USB"; }
+    grep -q "^$USB .* skip *outranked" /tmp/status.txt ||
+        { sed 's/^/guest: status: /' /tmp/status.txt; fail "$what: status does not say skip outranked for $USB"; }
     tlog "$what: stick gated"
 }
 

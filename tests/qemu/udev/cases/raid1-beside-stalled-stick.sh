@@ -2,9 +2,9 @@
 # qemu-case: kernel=6.1 module=patched disks=raid-2disk-stall timeout=480 rules=gate append='root=PARTUUID=5c1a6e2f-0d3b-4c1e-9a7f-000000000002'
 # ctest-labels: v4-proofs
 # An internal RAID1 (raid-2disk: vda2 and vdb1, the root; trusted_disk= names vdb by path, as in
-# raid-root-2disk) beside a USB stick whose reads stall (QEMU throttles its drive to 512 bytes/s:
-# a 4 KiB read takes 8 s, longer than the helper's read budget) and which carries a btrfs of its
-# own, colliding with nothing. The stick is there at power-on, so the unit's `boot` reads it. A
+# raid-root-2disk) beside a USB stick whose reads stall (QEMU throttles its drive to 512 bytes/s
+# and a reader keeps it busy: every other read waits minutes, far beyond the helper's read budget)
+# and which carries a btrfs of its own, colliding with nothing. The stick is there at power-on, so the unit's `boot` reads it. A
 # stalled device's doubt is its own: after boot + coldplug and after change events of the members,
 # both members are decided scan, registered, not listed; no run of the helper forgets an internal
 # device (`forgot:/dev/vd...` in its output, which a wrapper logs, or in the kernel log); `boot`
@@ -25,7 +25,11 @@ while [ -z "$STICK" ] && [ $n -lt 900 ]; do
     [ -n "$STICK" ] || { n=$((n + 1)); sleep 0.1; }
 done
 [ -n "$STICK" ] || fail "no USB disk after 90 s: $(ls /sys/block | tr '\n' ' ')"
-tlog "stalling stick: $STICK"
+# QEMU's throttle lets a request through when the drive was idle and makes the next one wait for
+# the bytes before it: a reader that keeps the stick busy from power-on (far from its superblock,
+# so nothing it reads is cached for the helper) makes every other read of it wait minutes
+dd if=$STICK of=/dev/null bs=4k skip=25600 >/tmp/busy-reader.log 2>&1 &
+tlog "stalling stick: $STICK (a reader keeps it busy)"
 
 # every run of the helper logged with its arguments and its output (one line each, O_APPEND)
 rules=$(ls /lib/udev/rules.d/64-btrfs.rules /etc/udev/rules.d/64-btrfs.rules 2>/dev/null | head -n 1)

@@ -317,9 +317,9 @@ sys_check_held() {
 good() { echo "$*" >>/tmp/good; }
 # expect DESC CMD...: the check DESC passes when CMD succeeds
 expect() {
-    d=$1
+    _expect_what=$1
     shift
-    if "$@"; then good "$d"; else bad "$d"; fi
+    if "$@"; then good "$_expect_what"; else bad "$_expect_what"; fi
 }
 step_begin() {
     STEP=$1

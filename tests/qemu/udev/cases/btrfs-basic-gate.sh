@@ -1,5 +1,5 @@
 #!/bin/sh
-# qemu-case: kernel=6.1 module=patched disks=basic-sata timeout=420 rules=gate bins='sgdisk wipefs' udevrules='60-block.rules' append='root=PARTUUID=5c1a6e2f-0d3b-4c1e-9a7f-0000000b0001'
+# qemu-case: kernel=6.1 module=patched disks=basic-sata timeout=600 rules=gate bins='sgdisk wipefs' udevrules='60-block.rules' append='root=PARTUUID=5c1a6e2f-0d3b-4c1e-9a7f-0000000b0001'
 # ctest-labels: v4-proofs
 # systemd's TEST-64-UDEV-STORAGE testcase_btrfs_basic, re-expressed for Debian's 6.1 with udevd and
 # the gate (the unit's `boot`, then coldplug), on four SATA disks (AHCI) the boot does not name

@@ -5,7 +5,8 @@
 # raid-root-2disk) beside a USB stick whose reads stall (QEMU throttles its drive to 512 bytes/s
 # and a reader keeps it busy: every other read waits minutes, far beyond the helper's read budget)
 # and which carries a btrfs of its own, colliding with nothing. The stick is there at power-on, so the unit's `boot` reads it. A
-# stalled device's doubt is its own: after boot + coldplug and after change events of the members,
+# stalled device's doubt is its own: with the members registered as an initramfs leaves them, after
+# boot + coldplug and after change events of the members,
 # both members are decided scan, registered, not listed; no run of the helper forgets an internal
 # device (`forgot:/dev/vd...` in its output, which a wrapper logs, or in the kernel log); `boot`
 # finishes within 30 s; the RAID1 mounts with both devices. On 5430f93's helper the stick's unknown
@@ -52,6 +53,9 @@ pci=$(readlink -f /sys/class/block/vdb | sed -n 's|.*/\(0000:[0-9a-f:.]*\)/virti
 [ -n "$pci" ] || fail "no PCI address for vdb: $(readlink -f /sys/class/block/vdb)"
 echo "trusted_disk=/dev/disk/by-path/pci-$pci" >/etc/btrfs-scan-gate.conf
 
+# the initramfs registered the root's members before it mounted the root (initramfs-tools' btrfs
+# script runs `btrfs device scan`): registrations a stalled stick must not undo
+must btrfs device scan /dev/vda2 /dev/vdb1 >/tmp/initramfs-scan.log 2>&1
 read -r t0 _ </proc/uptime
 sys_gate_boot || log "boot exited $?"
 read -r t1 _ </proc/uptime

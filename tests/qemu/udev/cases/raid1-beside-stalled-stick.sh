@@ -79,7 +79,7 @@ members() {
     what=$1
     for d in /dev/vda2 /dev/vdb1; do
         sys_props "$d"
-        reg=$(sys_registered "$d")
+        reg=$(sys_registered_unlisted "$d")
         log "$what: $d decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON action=$P_BTRFS_SCAN_GATE_ACTION systemd-ready=$P_SYSTEMD_READY registered=$reg"
         expect "$what: $d decided scan (got $P_BTRFS_SCAN_GATE_DECISION $P_BTRFS_SCAN_GATE_REASON)" [ "$P_BTRFS_SCAN_GATE_DECISION" = scan ]
         expect "$what: $d registered (got $reg)" [ "$reg" = yes ]

@@ -468,7 +468,7 @@ sys_btrfs_basic() {
     step_begin 7-raid1-partner-plugged-later
     must udevadm lock --device=$D2 --device=$D3 \
         mkfs.btrfs -f -d raid1 -m raid1 -L btrfs_r1 -U ${uuidp}3 $D2 $D3 >/tmp/mkfs.log 2>&1
-    must udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}3
+    expect "raid1: by-uuid link appears" udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}3
     # unplug the partner (SATA hot-unplug), forget every registration, replay the lone member's event
     host=$(readlink -f /sys/block/${S3#/dev/} | sed -n 's|.*/\(host[0-9]*\)/target.*|\1|p')
     [ -n "$host" ] || fail "no SCSI host for $S3: $(readlink -f /sys/block/${S3#/dev/})"

@@ -230,7 +230,7 @@ qemu_make_disks() {
     }
     mkdir -p "$d"
     rm -f "$d"/disk*.img "$d/modules.extra"
-    local usb_disk=''
+    local usb_disk='' usb_drive_opts='' sata_from=''
     case $layout in
     clone2)
         truncate -s $size "$d/disk0.img"
@@ -308,7 +308,7 @@ qemu_make_disks() {
         btrfs inspect-internal dump-super "$d/disk3.img"
         serials=(clone-a clone-b clone-c sb-swap)
         ;;
-    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale|steamos-usbcraft|steamos-verity|raid-2disk)
+    steamos|steamos-ab|steamos-usb|steamos-2disk|steamos-stale|steamos-usbcraft|steamos-verity|raid-2disk|raid-2disk-stall)
         # SteamOS-like A/B: GPT partitions esp (vfat), rootfs-A/B and var-A/B (byte-identical btrfs
         # clones, fsids 5c1a6e2f-...-0a02 and -0a03), home (its own btrfs, -0a04). `steamos`: one
         # disk (serial steamos) holding all six. `steamos-ab`, for hotplug: disk0 (serial steamos-a)
@@ -406,9 +406,21 @@ qemu_make_disks() {
                 "$(echo "$vout" | awk -F':[ \t]*' '/^Salt/ { print $2 }')" \
                 "$(echo "$vout" | awk -F':[ \t]*' '/^Data blocks/ { print $2 }')" |
                 dd of="$d/disk1.img" bs=1M seek=4 conv=notrunc status=none
-        elif [ "$layout" = raid-2disk ]; then
+        elif [ "$layout" = raid-2disk ] || [ "$layout" = raid-2disk-stall ]; then
             parts=("esp root1" "root2")
             serials=(raid-a raid-b)
+            if [ "$layout" = raid-2disk-stall ]; then
+                # raid-2disk plus a USB stick (disk2, serial usb-stall, as steamos-usb) whose reads
+                # stall: QEMU throttles its drive to 512 bytes/s (a 4 KiB read takes 8 s). It holds a
+                # whole-disk btrfs of its own (fsid 5c1a6e2f-...-b7f5c0de0a12, label stall): it
+                # collides with nothing.
+                truncate -s 128M "$d/disk2.img"
+                mkfs.btrfs -q -f -L stall -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a12 "$d/disk2.img"
+                serials+=(usb-stall)
+                usb_disk=2
+                usb_drive_opts=,throttling.bps-total=512
+                echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
+            fi
             truncate -s 128M "$d/fs/root1.img" "$d/fs/root2.img"
             mkfs.btrfs -q -f -L raidroot -d raid1 -m raid1 -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a05 \
                 "$d/fs/root1.img" "$d/fs/root2.img"
@@ -440,6 +452,46 @@ qemu_make_disks() {
         done
         rm -rf "$d/fs"
         ;;
+    basic-sata)
+        # systemd's TEST-64-UDEV-STORAGE btrfs_basic, re-expressed: disk0 (virtio, serial bootdisk) a
+        # GPT with one partition `bootroot` (PARTUUID 5c1a6e2f-...-0000000b0001) holding a btrfs of
+        # its own (fsid 5c1a6e2f-...-b7f5c0de0a10, label bootroot), the disk the boot names; disks 1-4
+        # blank 384 MiB SATA disks on one AHCI controller (serials btrfsbasic0..3), for the guest's
+        # own mkfs.btrfs and sgdisk, as systemd's test has them (ata-*_btrfsbasicN in by-id).
+        truncate -s 160M "$d/disk0.img"
+        truncate -s 128M "$d/boot-root.img"
+        mkfs.btrfs -q -f -L bootroot -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a10 "$d/boot-root.img"
+        sgdisk -o -U 5c1a6e2f-0d3b-4c1e-9a7f-0000000b0000 -n 1:2048:+128M -c 1:bootroot -t 1:8300 \
+            -u 1:5c1a6e2f-0d3b-4c1e-9a7f-0000000b0001 "$d/disk0.img"
+        dd if="$d/boot-root.img" of="$d/disk0.img" bs=1M seek=1 conv=notrunc,sparse status=none
+        rm -f "$d/boot-root.img"
+        truncate -s 384M "$d"/disk{1,2,3,4}.img
+        serials=(bootdisk btrfsbasic0 btrfsbasic1 btrfsbasic2 btrfsbasic3)
+        sata_from=1
+        echo "crct10dif_generic crc64_rocksoft_generic ahci sd_mod" >"$d/modules.extra"
+        ;;
+    usb-before-disk)
+        # A USB stick that carries a copy of an internal disk, present at power-on while the internal
+        # disk appears later: disk0 (virtio, serial internal0) a GPT (disk GUID
+        # 5c1a6e2f-...-0000000c0000) with one partition `sysroot` (PARTUUID 5c1a6e2f-...-0000000c0001)
+        # holding a btrfs (fsid 5c1a6e2f-...-b7f5c0de0a11, label sysroot); disk1 a USB mass-storage
+        # stick (as steamos-usb, serial usb0) whose bytes are a copy of disk0: same GUIDs, same
+        # filesystem, same names.
+        truncate -s 160M "$d/disk0.img"
+        truncate -s 128M "$d/sysroot.img"
+        mkdir -p "$d/sysroot-dir/etc"
+        echo "internal sysroot" >"$d/sysroot-dir/etc/os-release"
+        mkfs.btrfs -q -f -L sysroot -U 5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a11 --rootdir "$d/sysroot-dir" \
+            "$d/sysroot.img"
+        sgdisk -o -U 5c1a6e2f-0d3b-4c1e-9a7f-0000000c0000 -n 1:2048:+128M -c 1:sysroot -t 1:8300 \
+            -u 1:5c1a6e2f-0d3b-4c1e-9a7f-0000000c0001 "$d/disk0.img"
+        dd if="$d/sysroot.img" of="$d/disk0.img" bs=1M seek=1 conv=notrunc,sparse status=none
+        rm -rf "$d/sysroot.img" "$d/sysroot-dir"
+        cp --sparse=always "$d/disk0.img" "$d/disk1.img"
+        serials=(internal0 usb0)
+        usb_disk=1
+        echo "crct10dif_generic crc64_rocksoft_generic xhci-pci usb-storage sd_mod" >"$d/modules.extra"
+        ;;
     none) serials=() ;;
     *) qemu_log "unknown disk layout '$layout'"; return 1 ;;
     esac
@@ -447,8 +499,16 @@ qemu_make_disks() {
     local nvirtio=0
     for i in "${!serials[@]}"; do
         if [ "$i" = "${usb_disk:-}" ]; then
-            printf -- '-device\nqemu-xhci,id=xhci\n-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nusb-storage,bus=xhci.0,drive=d%d,removable=off,serial=%s\n' \
-                "$d/disk$i.img" "$i" "$i" "${serials[$i]}" >>"$d/disks.args"
+            # usb_drive_opts: more -drive options of the stick (block throttling for a stalling stick)
+            printf -- '-device\nqemu-xhci,id=xhci\n-drive\nfile=%s,format=raw,if=none,id=d%d%s\n-device\nusb-storage,bus=xhci.0,drive=d%d,removable=off,serial=%s\n' \
+                "$d/disk$i.img" "$i" "${usb_drive_opts:-}" "$i" "${serials[$i]}" >>"$d/disks.args"
+            continue
+        fi
+        # disks from index sata_from on: SATA disks on one AHCI controller (ports ahci.0 ... ahci.5)
+        if [ -n "${sata_from:-}" ] && [ "$i" -ge "$sata_from" ]; then
+            [ "$i" = "$sata_from" ] && printf -- '-device\nahci,id=ahci\n' >>"$d/disks.args"
+            printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nide-hd,drive=d%d,bus=ahci.%d,serial=%s\n' \
+                "$d/disk$i.img" "$i" "$i" $((i - sata_from)) "${serials[$i]}" >>"$d/disks.args"
             continue
         fi
         printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nvirtio-blk-pci,drive=d%d,serial=%s\n' \

@@ -13,6 +13,10 @@
 # hotplug=I,J: disk I (disk0.img is 0) is not attached at boot; when the guest prints
 #   "HOTPLUG-REQUEST: dI" on the console this driver attaches it through the QEMU monitor
 #   (device_add virtio-blk-pci, same serial as at cold boot).
+# bins='prog ...': more host programs (found in PATH or /sbin) for the guest, with their libraries.
+# udevrules='NN-name.rules ...': more of Debian's udev rules (/lib/udev/rules.d) for the guest (a
+#   case that writes to disks under udevd takes 60-block.rules, whose inotify watch turns a write
+#   into change events as on an installed system).
 # state=NAME: the guest's "STATE: " lines (its canonical state dump, see system-lib.sh) must equal
 #   tests/qemu/udev/expected/NAME.state; they are saved to WORKDIR/state.txt either way.
 set -euo pipefail
@@ -83,6 +87,14 @@ if grep -q "^# qemu-case:.*kmods='[^']*dm-mod" "$case_file"; then
     bins="$bins /sbin/dmsetup"
     files="$files /sbin/dmsetup:/sbin/dmsetup"
 fi
+for r in $(sed -n "s/^# qemu-case:.*udevrules='\([^']*\)'.*/\1/p" "$case_file" | head -n 1); do
+    [ -e "/lib/udev/rules.d/$r" ] || prereq_missing "/lib/udev/rules.d/$r"
+    files="$files /lib/udev/rules.d/$r:/lib/udev/rules.d/$r"
+done
+for b in $(sed -n "s/^# qemu-case:.*bins='\([^']*\)'.*/\1/p" "$case_file" | head -n 1); do
+    p=$(PATH=$PATH:/sbin:/usr/sbin command -v "$b") || prereq_missing "$b (run scripts/setup.sh)"
+    bins="$bins $p"
+done
 files="$files /lib/systemd/systemd-udevd:/lib/systemd/systemd-udevd $here/system-lib.sh:/lib/system-lib.sh"
 files="$files ${BSG_SYSTEM_EXTRA_FILES:-}"   # more "src:dst" pairs (demo/ab-demo.sh)
 case $rules in

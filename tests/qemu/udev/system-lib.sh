@@ -308,3 +308,283 @@ sys_check_held() {
         grep "^$dev " /tmp/status.txt | grep -qv " held " && bad "$what: status decides $dev (held): $(grep "^$dev " /tmp/status.txt)"
     done
 }
+
+# Counted checks: every expectation is a check that passes (/tmp/good) or fails (`bad`, /tmp/bad),
+# grouped in steps; sys_count_verdict prints the counts, the steps and the failed checks, and fails
+# the case when one failed. Nothing stops at the first failure: one run shows every wrong answer.
+: >/tmp/good
+: >/tmp/steps
+good() { echo "$*" >>/tmp/good; }
+# expect DESC CMD...: the check DESC passes when CMD succeeds
+expect() {
+    _expect_what=$1
+    shift
+    if "$@"; then good "$_expect_what"; else bad "$_expect_what"; fi
+}
+step_begin() {
+    STEP=$1
+    STEP_BAD=$(wc -l </tmp/bad)
+    tlog "step $STEP"
+}
+step_end() {
+    if [ "$(wc -l </tmp/bad)" = "$STEP_BAD" ]; then r=PASS; else r=FAIL; fi
+    echo "$STEP $r" >>/tmp/steps
+    log "STEP-RESULT: $STEP $r"
+}
+sys_count_verdict() {
+    np=$(wc -l </tmp/good)
+    nf=$(wc -l </tmp/bad)
+    if [ -s /tmp/steps ]; then
+        log "STEPS: $(grep -c ' PASS$' /tmp/steps) of $(wc -l </tmp/steps) passed"
+        sed 's/^/guest: step: /' /tmp/steps
+    fi
+    log "CHECKS: $np passed, $nf failed"
+    [ "$nf" = 0 ] && pass
+    sed 's/^/guest: failed: /' /tmp/bad
+    fail "$nf of $((np + nf)) checks failed (listed above)"
+}
+# in_skip_scan DEV: the kernel's skip list names DEV, or its whole disk in the starred form
+in_skip_scan() {
+    w=$(readlink -f /sys/class/block/${1#/dev/}/..)
+    case ",$(cat /sys/module/btrfs/parameters/skip_scan)," in
+    *",$1,"* | *",$1*,"* | *",/dev/${w##*/}*,"*) return 0 ;;
+    esac
+    return 1
+}
+# registration of DEV without disturbing it: a device in skip_scan is not probed (the probe's scan
+# again would be refused, and the probe would have unregistered it): "listed"
+sys_registered_unlisted() {
+    if [ -e /sys/module/btrfs/parameters/skip_scan ] && in_skip_scan "$1"; then echo listed; else sys_registered "$1"; fi
+}
+# not_ready_0 DEV: udev does not hold DEV back (SYSTEMD_READY unset or 1)
+not_ready_0() { [ "$(sys_prop "$1" SYSTEMD_READY)" != 0 ]; }
+is_ready_0() { [ "$(sys_prop "$1" SYSTEMD_READY)" = 0 ]; }
+# mounts_rw DEV DIR: DEV mounts at DIR (mount output to the log) and unmounts
+mounts_rw() {
+    mkdir -p "$2"
+    if mount -t btrfs "$1" "$2" >/tmp/mount.log 2>&1; then
+        umount "$2"
+        return 0
+    fi
+    sed "s|^|guest: mount $1: |" /tmp/mount.log
+    dmesg | grep -i btrfs | tail -n 5 | sed 's/^/guest: dmesg: /'
+    return 1
+}
+
+# systemd's TEST-64-UDEV-STORAGE testcase_btrfs_basic, re-expressed for udevd without systemd on
+# the `basic-sata` disks (four blank SATA disks the boot does not name), plus what its test leaves
+# to the rest of the suite: readiness of a raid1 whose partner is plugged later, and registration
+# by the events udev sees after `btrfs device scan --forget`. The same steps with the gate and with
+# systemd's stock 64-btrfs.rules: both must give the same answers.
+sys_btrfs_basic() {
+    B=/dev/disk/by-id/ata-QEMU_HARDDISK_btrfsbasic
+    n=0
+    while [ ! -e ${B}3 ] && [ $n -lt 300 ]; do n=$((n + 1)); sleep 0.1; done
+    [ -e ${B}3 ] || fail "no $B{0..3} links: $(ls /dev/disk/by-id 2>&1 | tr '\n' ' ')"
+    D0=${B}0 D1=${B}1 D2=${B}2 D3=${B}3
+    S0=$(readlink -f $D0) S1=$(readlink -f $D1) S2=$(readlink -f $D2) S3=$(readlink -f $D3)
+    log "SATA disks: $S0 $S1 $S2 $S3 ($(readlink -f /sys/block/${S0#/dev/}))"
+    uuidp=5c1a6e2f-0d3b-4c1e-9a7f-0000000bb00
+
+    step_begin 1-single-device
+    must udevadm lock --device=$D0 mkfs.btrfs -f -L btrfs_root -U ${uuidp}0 $D0 >/tmp/mkfs.log 2>&1
+    expect "single: by-uuid and by-label links appear" \
+        udevadm wait --settle --timeout=30 $D0 /dev/disk/by-uuid/${uuidp}0 /dev/disk/by-label/btrfs_root
+    expect "single: by-uuid -> $S0" [ "$(target /dev/disk/by-uuid/${uuidp}0)" = "$S0" ]
+    expect "single: $S0 SYSTEMD_READY is not 0" not_ready_0 $S0
+    expect "single: mount /dev/disk/by-uuid/${uuidp}0" mounts_rw /dev/disk/by-uuid/${uuidp}0 /mnt/b
+    step_end
+
+    step_begin 2-partitions-data-single-metadata-raid1
+    must udevadm lock --device=$D0 wipefs -a -f $D0 >/tmp/wipefs.log 2>&1
+    must udevadm lock --device=$D0 sgdisk -o -n 1:0:+85M -c 1:diskpart1 -n 2:0:+85M -c 2:diskpart2 \
+        -n 3:0:+85M -c 3:diskpart3 -n 4:0:+85M -c 4:diskpart4 $D0 >/tmp/sgdisk.log 2>&1
+    P=/dev/disk/by-partlabel/diskpart
+    must udevadm wait --settle --timeout=30 ${P}1 ${P}2 ${P}3 ${P}4
+    must udevadm lock --device=$D0 mkfs.btrfs -f -d single -m raid1 -L btrfs_mpart -U ${uuidp}1 \
+        ${P}1 ${P}2 ${P}3 ${P}4 >/tmp/mkfs.log 2>&1
+    expect "partitions: by-uuid and by-label links appear" \
+        udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}1 /dev/disk/by-label/btrfs_mpart
+    for p in ${P}1 ${P}2 ${P}3 ${P}4; do
+        expect "partitions: $(readlink -f $p) SYSTEMD_READY is not 0" not_ready_0 $p
+    done
+    expect "partitions: mount /dev/disk/by-uuid/${uuidp}1 (all four registered)" \
+        mounts_rw /dev/disk/by-uuid/${uuidp}1 /mnt/b
+    must udevadm lock --device=$D0 wipefs -a -f $D0 >/tmp/wipefs.log 2>&1
+    must udevadm wait --settle --timeout=30 --removed ${P}1 ${P}2 ${P}3 ${P}4
+    step_end
+
+    step_begin 3-disks-raid10-mixed
+    must udevadm lock --device=$D0 --device=$D1 --device=$D2 --device=$D3 \
+        mkfs.btrfs -f -M -d raid10 -m raid10 -L btrfs_mdisk -U ${uuidp}2 $D0 $D1 $D2 $D3 >/tmp/mkfs.log 2>&1
+    expect "raid10: by-uuid and by-label links appear" \
+        udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}2 /dev/disk/by-label/btrfs_mdisk
+    for s in $S0 $S1 $S2 $S3; do expect "raid10: $s SYSTEMD_READY is not 0" not_ready_0 $s; done
+    mkdir -p /mnt/r10
+    if mount -t btrfs /dev/disk/by-uuid/${uuidp}2 /mnt/r10 >/tmp/mount.log 2>&1; then
+        good "raid10: mount /dev/disk/by-uuid/${uuidp}2 (all four registered)"
+        echo "hello there" >/mnt/r10/test
+        umount /mnt/r10
+    else
+        bad "raid10: mount /dev/disk/by-uuid/${uuidp}2 (all four registered): $(cat /tmp/mount.log)"
+        # write the file the next step reads through the devices named explicitly
+        mount -t btrfs -o device=$S0,device=$S1,device=$S2,device=$S3 $S0 /mnt/r10 &&
+            { echo "hello there" >/mnt/r10/test; umount /mnt/r10; }
+    fi
+    step_end
+
+    step_begin 4-fstab-device-option
+    # what registers the members is the mount's own device= list, as after an initrd that did not scan
+    btrfs device scan --forget >/tmp/forget.log 2>&1
+    echo "$D0 /mnt/fstab btrfs device=$D0,device=$D1,device=$D2,device=$D3 0 2" >>/etc/fstab
+    mkdir -p /mnt/fstab
+    if mount /mnt/fstab >/tmp/mount.log 2>&1; then
+        good "fstab: mount /mnt/fstab with device= of the four disks"
+        expect "fstab: the file written before reads back" grep -q "hello there" /mnt/fstab/test
+        umount /mnt/fstab
+    else
+        bad "fstab: mount /mnt/fstab with device= of the four disks: $(cat /tmp/mount.log)"
+    fi
+    sed -i '/\/mnt\/fstab/d' /etc/fstab
+    step_end
+
+    for action in add change; do
+        step_begin "$([ $action = add ] && echo 5 || echo 6)-forget-then-$action-events"
+        must btrfs device scan --forget
+        must udevadm trigger --action=$action /sys/class/block/${S0#/dev/} /sys/class/block/${S1#/dev/} \
+            /sys/class/block/${S2#/dev/} /sys/class/block/${S3#/dev/}
+        expect "forget+$action: udev settles within 60 s" udevadm settle --timeout=60
+        sleep 1     # the rules' own `udevadm trigger` of the devices still waiting
+        expect "forget+$action: udev settles again within 60 s" udevadm settle --timeout=60
+        for s in $S0 $S1 $S2 $S3; do
+            r=$(sys_registered_unlisted $s)
+            expect "forget+$action: $s registered again (got $r)" [ "$r" = yes ]
+            expect "forget+$action: $s SYSTEMD_READY is not 0" not_ready_0 $s
+        done
+        expect "forget+$action: mount UUID=${uuidp}2 (/dev/disk/by-uuid)" mounts_rw /dev/disk/by-uuid/${uuidp}2 /mnt/r10
+        step_end
+    done
+
+    step_begin 7-raid1-partner-plugged-later
+    must udevadm lock --device=$D2 --device=$D3 \
+        mkfs.btrfs -f -d raid1 -m raid1 -L btrfs_r1 -U ${uuidp}3 $D2 $D3 >/tmp/mkfs.log 2>&1
+    expect "raid1: by-uuid link appears" udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}3
+    # unplug the partner (SATA hot-unplug), forget every registration, replay the lone member's event
+    host=$(readlink -f /sys/block/${S3#/dev/} | sed -n 's|.*/\(host[0-9]*\)/target.*|\1|p')
+    [ -n "$host" ] || fail "no SCSI host for $S3: $(readlink -f /sys/block/${S3#/dev/})"
+    must sh -c "echo 1 >/sys/block/${S3#/dev/}/device/delete"
+    must udevadm wait --settle --timeout=30 --removed $D3
+    must btrfs device scan --forget
+    must udevadm trigger --action=add /sys/class/block/${S2#/dev/}
+    expect "raid1 alone: udev settles within 60 s" udevadm settle --timeout=60
+    expect "raid1 alone: $S2 SYSTEMD_READY=0 (its partner is absent)" is_ready_0 $S2
+    log "raid1 alone: $S2: $(udevadm info -q property -n $S2 | grep -E 'SYSTEMD_READY|BTRFS' | tr '\n' ' ')"
+    # plug it again: the SCSI host rescans its port
+    must sh -c "echo '- - -' >/sys/class/scsi_host/$host/scan"
+    expect "raid1: the partner is back" udevadm wait --settle --timeout=30 $D3
+    sleep 1
+    expect "raid1: udev settles within 60 s" udevadm settle --timeout=60
+    S3=$(readlink -f $D3)
+    expect "raid1 complete: $S2 SYSTEMD_READY is not 0" not_ready_0 $S2
+    expect "raid1 complete: $S3 SYSTEMD_READY is not 0" not_ready_0 $S3
+    expect "raid1 complete: mount /dev/disk/by-uuid/${uuidp}3" mounts_rw /dev/disk/by-uuid/${uuidp}3 /mnt/r1
+    step_end
+    btrfs-scan-gate status >/tmp/status.txt 2>&1 && sed 's/^/guest: status: /' /tmp/status.txt
+    sys_count_verdict
+}
+
+# A USB stick carrying a copy of an internal disk (layout `usb-before-disk`) is present at power-on;
+# the internal disk appears only after udevd's coldplug (its PCI function removed before the unit's
+# `boot`, `echo 1 >/sys/bus/pci/rescan` later), as a slow controller or a late storage module makes
+# it. The boot names the internal filesystem (root=UUID= or root=PARTUUID=, the case's append=):
+# nothing the stick carries may resolve a name of it, before the internal disk exists or after.
+# /dev/disk/by-uuid, by-label, by-partuuid and by-partlabel are sampled every 0.2 s from before
+# udevd starts until the internal disk is settled.
+sys_usb_copy_before_disk() {
+    fsid=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a11
+    puuid=5c1a6e2f-0d3b-4c1e-9a7f-0000000c0001
+    links="/dev/disk/by-uuid/$fsid /dev/disk/by-label/sysroot /dev/disk/by-partuuid/$puuid /dev/disk/by-partlabel/sysroot"
+    [ -b /dev/vda1 ] || fail "no internal /dev/vda1: $(ls /sys/class/block | tr '\n' ' ')"
+    bdf=$(readlink -f /sys/class/block/vda | sed -n 's|.*/\(0000:[0-9a-f:.]*\)/virtio[0-9]*/block/vda$|\1|p')
+    [ -n "$bdf" ] || fail "no PCI function for vda: $(readlink -f /sys/class/block/vda)"
+    # the internal disk goes before anything looks at it; the stick stays
+    echo 1 >/sys/bus/pci/devices/$bdf/remove || fail "PCI remove of $bdf"
+    n=0
+    while [ -e /sys/class/block/vda ] && [ $n -lt 100 ]; do n=$((n + 1)); sleep 0.1; done
+    [ -e /sys/class/block/vda ] && fail "vda still there after the PCI remove of $bdf"
+    sys_usb_part sysroot
+    STICK=$SYS_USB_PART
+    stick_disk=$(readlink -f /sys/class/block/${STICK#/dev/}/..)
+    stick_disk=${stick_disk##*/}
+    tlog "internal disk (PCI $bdf) removed; the stick's copy is $STICK"
+
+    sys_gate_boot || log "boot exited $?"
+    # the sampler: one `ls -l` of the four links every 0.2 s, each line "uptime phase link -> target"
+    : >/tmp/phase
+    (
+        while [ ! -e /tmp/sampler.stop ]; do
+            read -r up _ </proc/uptime
+            read -r ph </tmp/phase
+            ls -l $links 2>/dev/null | awk -v t="$up" -v p="${ph:-before-udevd}" '{ print t, p, $(NF-2), $NF }'
+            echo "$up ${ph:-before-udevd} sample"
+            sleep 0.2
+        done
+    ) >/tmp/samples 2>&1 &
+    sampler=$!
+    echo coldplug >/tmp/phase
+    sys_udev_coldplug
+    echo window >/tmp/phase
+    # the window between the stick's events and the internal disk's: a few seconds of steady state
+    sleep 5
+    echo internal-attached >/tmp/phase
+    tlog "PCI rescan: the internal disk comes"
+    echo 1 >/sys/bus/pci/rescan || fail "PCI rescan"
+    expect "the internal disk appears after the rescan" udevadm wait --settle --timeout=60 /dev/vda1
+    sleep 1
+    must udevadm settle --timeout=60
+    sleep 1
+    touch /tmp/sampler.stop
+    wait $sampler
+    INT=/dev/vda1
+    nwin=$(grep -c ' window sample$' /tmp/samples)
+    nall=$(grep -c ' sample$' /tmp/samples)
+    log "samples: $nall, $nwin in the window between the stick's coldplug and the internal disk"
+    expect "at least 5 samples in the window (got $nwin)" [ "$nwin" -ge 5 ]
+    for l in $links; do
+        # a target of the stick: its partition or its whole disk
+        hits=$(grep " $l " /tmp/samples | awk -v s="$stick_disk" '{ t = $4; sub(".*/", "", t); if (index(t, s) == 1) print }')
+        nhit=$(printf '%s' "$hits" | grep -c .)
+        if [ "$nhit" = 0 ]; then
+            good "$l never resolved to the stick"
+        else
+            bad "$l resolved to the stick in $nhit samples, first: $(printf '%s\n' "$hits" | head -n 1)"
+        fi
+        log "$l: $(grep " $l " /tmp/samples | awk '{ print $2 "->" $4 }' | uniq -c | tr '\n' ' ' | tr -s ' ')"
+    done
+    # once both are there: the names are the internal disk's, the stick is withheld
+    for l in $links; do
+        expect "end: $l -> $INT" [ "$(target $l)" = "$INT" ]
+    done
+    sys_props $STICK
+    log "stick $STICK: decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON systemd-ready=$P_SYSTEMD_READY udisks-ignore=$P_UDISKS_IGNORE"
+    expect "end: the stick $STICK is SYSTEMD_READY=0" [ "$P_SYSTEMD_READY" = 0 ]
+    r=$(sys_registered_unlisted $STICK)
+    expect "end: the stick $STICK is not registered (got $r)" [ "$r" != yes ]
+    expect "end: the stick $STICK is in skip_scan" in_skip_scan $STICK
+    sys_props $INT
+    log "internal $INT: decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON systemd-ready=$P_SYSTEMD_READY"
+    r=$(sys_registered_unlisted $INT)
+    expect "end: the internal $INT is registered (got $r)" [ "$r" = yes ]
+    mkdir -p /mnt/sys
+    if mount /dev/disk/by-uuid/$fsid /mnt/sys >/tmp/mount.log 2>&1; then
+        src=$(readlink -f "$(awk '$2 == "/mnt/sys" { print $1 }' /proc/mounts)")
+        expect "end: mount UUID=$fsid mounts the internal disk (got $src)" [ "$src" = "$INT" ]
+        umount /mnt/sys
+    else
+        bad "end: mount /dev/disk/by-uuid/$fsid: $(cat /tmp/mount.log)"
+    fi
+    log "skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
+    btrfs-scan-gate status >/tmp/status.txt 2>&1
+    sed 's/^/guest: status: /' /tmp/status.txt
+    sys_count_verdict
+}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Stand-in for `btrfs-scan-gate udev DEVNODE` in the rules tests: prints the contract's KEY=VALUE
-# lines from a table the test writes ("DEVNODE DECISION SLOT BASE ACTIVE READY" a line), so the
+# lines from a table the test writes ("DEVNODE DECISION SLOT BASE ACTIVE READY [REASON [TRUSTED]]" a
+# line; REASON defaults to "stub", TRUSTED to 1), so the
 # rules' plumbing is tested on its own. No kernel I/O. Usage: stub-helper.sh TABLE udev DEVNODE
 table=$1
 # a device without btrfs: the stub's storage is untrusted unless the table names it "trusted"
@@ -12,16 +13,16 @@ if [ "$2" = trust ]; then
 fi
 [ "$2" = udev ] || { echo "btrfs-scan-gate: stub: usage: TABLE udev|trust DEVNODE" >&2; exit 2; }
 dev=$3
-while read -r node decision slot base active ready; do
+while read -r node decision slot base active ready reason trusted; do
     [ "$node" = "$dev" ] || continue
     echo "BTRFS_SCAN_GATE_DECISION=$decision"
-    echo "BTRFS_SCAN_GATE_REASON=stub"
+    echo "BTRFS_SCAN_GATE_REASON=${reason:-stub}"
     echo "BTRFS_SCAN_GATE_FSID=${ID_FS_UUID:-}"
     echo "BTRFS_SCAN_GATE_SLOT=$slot"
     echo "BTRFS_SCAN_GATE_SLOT_BASE=$base"
     echo "BTRFS_SCAN_GATE_SLOT_ACTIVE=$active"
     echo "ID_BTRFS_READY=$ready"
-    echo "BTRFS_SCAN_GATE_TRUSTED=1"
+    echo "BTRFS_SCAN_GATE_TRUSTED=${trusted:-1}"
     if [ "$active" = 0 ]; then
         echo "UDISKS_IGNORE=1"
         echo "BTRFS_SCAN_GATE_UDISKS_IGNORE=1"

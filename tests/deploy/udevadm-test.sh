@@ -229,6 +229,17 @@ if [ "$mode" = stub ]; then
     expect "$state/wait/$an.change.udevadm.log" "Importing properties from results of '.*helper-wrapper.sh udev $a'"
     [ "$(grep -c "called: udev $a" "$state/calls.log")" -eq 2 ] || fail "helper not asked again on change"
     expect "$state/wait/$an.change.db" '^E:SYSTEMD_READY=0$'
+    # a device the helper could not read in time (in doubt) may carry whatever udev's own probe saw:
+    # withheld unless trusted (not ready, no shared link); trusted storage in doubt keeps its links
+    for t in 0 1; do
+        printf '%s skip - - - - in-doubt %s\n' "$b" "$t" > "$state/table"
+        in_private_udev "$rules" "$state/doubt$t" "$b"
+    done
+    expect "$state/doubt0/$bn.db" '^E:SYSTEMD_READY=0$'
+    expect_not "$state/doubt0/$bn.db" '^S:disk/by-label/'
+    expect_not "$state/doubt0/$bn.db" '^S:disk/by-uuid/'
+    expect "$state/doubt1/$bn.db" '^S:disk/by-label/bsgtest$'
+    expect_not "$state/doubt1/$bn.db" '^E:SYSTEMD_READY=0$'
 fi
 
 grep -H '^BTRFS_SCAN_GATE_\|^ID_BTRFS_READY\|^UDISKS_IGNORE\|^DEVLINKS\|^SYSTEMD_READY' "$la" "$lb"

@@ -177,6 +177,15 @@ bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d)
         return false;
 }
 
+/* A label or a partition name is a person's word, often a tool's default ("Linux filesystem",
+ * "primary"): two disks inside the machine may well share one. Against fixed storage only what
+ * identifies (the filesystem, a UUID, a PARTUUID) decides a collision; hot-pluggable media loses by
+ * any name. */
+static bool is_given_name(enum bsg_name_kind kind)
+{
+        return kind == BSG_NAME_LABEL || kind == BSG_NAME_PARTLABEL;
+}
+
 int bsg_outranked(const struct bsg_device *devs, size_t n, bool *ret_outranked)
 {
         _cleanup_free_ struct key *keys = malloc((n * (_BSG_NAME_MAX + 2) + 1) * sizeof(struct key));
@@ -203,7 +212,8 @@ int bsg_outranked(const struct bsg_device *devs, size_t n, bool *ret_outranked)
                         if (devs[keys[b].dev].rank > top)
                                 top = devs[keys[b].dev].rank;
                 for (size_t k = a; k < b; k++)
-                        if (devs[keys[k].dev].rank < top && !in_use(&devs[keys[k].dev]))
+                        if (devs[keys[k].dev].rank < top && !in_use(&devs[keys[k].dev]) &&
+                            !(devs[keys[k].dev].rank == BSG_RANK_FIXED && is_given_name(keys[k].kind)))
                                 ret_outranked[keys[k].dev] = true;
         }
         return 0;

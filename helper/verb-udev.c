@@ -67,12 +67,15 @@ static void log_security_reason(const struct entry *t, bool acting)
 
         switch (t->v.reason) {
         case BSG_REASON_OUTRANKED:
-                log_msg("%s: %s: withheld (never scanned, no shared link, not ready)%s", t->devnode,
+                log_msg("%s: %s: withheld (never scanned, no shared link, not ready; to use it, mount it naming its "
+                        "devices: mount -o device=%s ...)%s",
+                        t->devnode,
                         t->pd.reserved && t->pd.rank == BSG_RANK_HOTPLUG
                                 ? "carries a name the system mounts by (root=, fstab, RAUC, partsets), and is not "
                                          "trusted storage"
                                        : "a device of a higher rank (trusted storage, then fixed storage, then "
                                          "hot-pluggable media) carries its filesystem or one of its /dev/disk names",
+                        t->devnode,
                         t->pd.rank == BSG_RANK_FIXED ? "; if the disk is inside the machine, name it "
                                                        "trusted_disk=/dev/disk/by-path/..."
                                                      : "");

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "policy.h"
+#include "rank.h"
 #include "skiplist.h"
 
 /* A compact device description: fsid number, devid, num_devices, flags. */
@@ -451,8 +452,36 @@ static const struct order_case order_cases[] = {
          "/dev/loop1"},
 };
 
+/* Name collisions: a fixed disk the boot does not name that shares only a given name (label,
+ * partition name) with the boot disk takes part; one that shares its PARTUUID, or a stick sharing
+ * either, is outranked. */
+static void name_collisions(void)
+{
+        struct bsg_device d[3] = {
+                {.devnode = "/dev/sda2", .state = BSG_DEV_NOT_BTRFS, .rank = BSG_RANK_TRUSTED, .path_ok = true},
+                {.devnode = "/dev/sdb1", .state = BSG_DEV_NOT_BTRFS, .rank = BSG_RANK_FIXED, .untrusted = true,
+                 .path_ok = true},
+                {.devnode = "/dev/sdc1", .state = BSG_DEV_NOT_BTRFS, .rank = BSG_RANK_HOTPLUG, .untrusted = true,
+                 .path_ok = true},
+        };
+        bool out[3];
+
+        for (size_t i = 0; i < 3; i++) {
+                d[i].names[BSG_NAME_PARTLABEL] = "Linux filesystem";
+                d[i].names[BSG_NAME_LABEL] = "data";
+        }
+        check_case = "names: a fixed disk with the boot disk's default partition name and label";
+        CHECK(bsg_outranked(d, 3, out) == 0);
+        CHECK(!out[0] && !out[1] && out[2]);
+        check_case = "names: a fixed disk with the boot disk's PARTUUID";
+        d[0].names[BSG_NAME_PARTUUID] = d[1].names[BSG_NAME_PARTUUID] = "0b7b1f3c-5f0e-4c47-9d5e-1a2b3c4d5e6f";
+        CHECK(bsg_outranked(d, 3, out) == 0);
+        CHECK(!out[0] && out[1] && out[2]);
+}
+
 int main(void)
 {
+        name_collisions();
         for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++)
                 policy_one(&policy_cases[i]);
 

@@ -165,6 +165,16 @@ static int cmp_key(const void *a, const void *b)
         return name_cmp(x->kind, key_name(x), key_name(y));
 }
 
+bool bsg_name_equal(enum bsg_name_kind kind, const char *a, const char *b)
+{
+        _cleanup_free_ char *x = unescape(a, strlen(a));
+        _cleanup_free_ char *y = unescape(b, strlen(b));
+
+        if (!x || !y)
+                return true; /* no memory to tell them apart: the same (fail closed) */
+        return name_cmp(kind, x, y) == 0;
+}
+
 bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d)
 {
         struct key keys[_BSG_NAME_MAX + 2];
@@ -172,7 +182,7 @@ bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d)
 
         for (size_t i = 0; i < r->n; i++)
                 for (size_t k = 0; k < n; k++)
-                        if (keys[k].kind == r->v[i].kind && name_cmp(keys[k].kind, key_name(&keys[k]), r->v[i].value) == 0)
+                        if (keys[k].kind == r->v[i].kind && bsg_name_equal(keys[k].kind, key_name(&keys[k]), r->v[i].value))
                                 return true;
         return false;
 }

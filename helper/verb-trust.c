@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
-#include <strings.h>
 
 #include <libudev.h>
 
@@ -25,7 +24,7 @@ static void print_kv(const char *key, const char *value)
 /* udev's property of each name a shared /dev/disk link is made from */
 static const char *const name_keys[_BSG_NAME_MAX] = {
         [BSG_NAME_UUID] = "ID_FS_UUID",
-        [BSG_NAME_LABEL] = "ID_FS_LABEL",
+        [BSG_NAME_LABEL] = "ID_FS_LABEL_ENC", /* ID_FS_LABEL has whitespace turned into '_' */
         [BSG_NAME_PARTUUID] = "ID_PART_ENTRY_UUID",
         [BSG_NAME_PARTLABEL] = "ID_PART_ENTRY_NAME",
 };
@@ -78,9 +77,7 @@ static bool decide_collisions(struct ctx *c, struct bsg_device *self, dev_t self
                                 o.names[k] = NULL;
                                 if (isempty(v) || isempty(self->names[k]))
                                         continue;
-                                bool eq = k == BSG_NAME_UUID || k == BSG_NAME_PARTUUID ? strcasecmp(v, self->names[k]) == 0
-                                                                                       : streq(v, self->names[k]);
-                                if (eq) {
+                                if (bsg_name_equal(k, v, self->names[k])) {
                                         o.names[k] = self->names[k]; /* the shared name is all that counts */
                                         match = true;
                                 }
@@ -144,7 +141,7 @@ int run_trust(struct ctx *c)
         }
         struct entry *e = &c->e[r];
         e->pd.names[BSG_NAME_UUID] = getenv("ID_FS_UUID");
-        e->pd.names[BSG_NAME_LABEL] = getenv("ID_FS_LABEL");
+        e->pd.names[BSG_NAME_LABEL] = getenv("ID_FS_LABEL_ENC");
         if (!e->pd.names[BSG_NAME_PARTUUID])
                 e->pd.names[BSG_NAME_PARTUUID] = getenv("ID_PART_ENTRY_UUID");
         if (!e->pd.names[BSG_NAME_PARTLABEL])

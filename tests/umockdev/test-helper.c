@@ -559,12 +559,15 @@ static GPtrArray *device_props(const DevSpec *s, const ImageInfo *info)
                 PROP("ID_FS_UUID_ENC", "%s", info->fsid);
                 PROP("ID_FS_UUID_SUB", "%s", info->dev_uuid);
                 PROP("ID_FS_UUID_SUB_ENC", "%s", info->dev_uuid);
-                if (info->label[0])
+                if (info->label[0]) {
                         PROP("ID_FS_LABEL", "%s", info->label);
+                        PROP("ID_FS_LABEL_ENC", "%s", info->label); /* the fixtures' labels need no escape */
+                }
         } else if (s->image && g_str_equal(s->image, "esp")) {
                 PROP("ID_FS_TYPE", "vfat");
                 PROP("ID_FS_USAGE", "filesystem");
                 PROP("ID_FS_LABEL", "ESP");
+                PROP("ID_FS_LABEL_ENC", "ESP");
         }
 #undef PROP
         return p;
@@ -2222,6 +2225,33 @@ static void test_rank_cloned_seeds(Fixture *f, gconstpointer data)
         }
         assert_registry("");
         assert_skip_scan("/dev/sdk1,/dev/sdl1");
+}
+
+/* udev's database holds a partition name encoded ("Linux\\x20filesystem", blkid_encode_string()); the
+ * `trust` verb compares names decoded: a stick partition named like a partition of the disk the boot
+ * names is withheld whether the other's name came raw or encoded. */
+static void test_rank_partlabel_encoded(Fixture *f, gconstpointer data)
+{
+        static const DevSpec root = {.node = "sda4", .disk = "sda", .partn = 4, .image = "rootfs",
+                                     .partlabel = "Linux filesystem"};
+        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .image = "esp", .removable = TRUE,
+                                      .partlabel = "Linux filesystem"};
+        g_autofree char *devnode = devnode_of(&stick);
+        const char *trust_args[] = {"trust", devnode, NULL};
+        Run r;
+
+        set_config(f, "");
+        set_cmdline(f, RANK_CMDLINE);
+        world_add(f, &root);
+        world_add(f, &stick);
+        run_helper_env(f, &stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
+        umockdev_testbed_set_property(tb, g_hash_table_lookup(f->syspaths, "sda4"), "ID_PART_ENTRY_NAME",
+                                      "Linux\\x20filesystem");
+        run_helper_env(f, &stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
 }
 
 /* Ties (review finding 9): a fixed disk the boot does not name outranks a stick carrying the same
@@ -4127,6 +4157,7 @@ int main(int argc, char **argv)
         add("/helper/rank/reserved-alone", test_rank_reserved_alone);
         add("/helper/rank/stick-first", test_rank_stick_first);
         add("/helper/rank/cloned-seeds", test_rank_cloned_seeds);
+        add("/helper/rank/partlabel-encoded", test_rank_partlabel_encoded);
         g_test_add("/helper/rank/fixed-outranks-stick/fixed-first", Fixture, "fixed-first", fixture_setup,
                    test_rank_fixed_outranks_stick, fixture_teardown);
         g_test_add("/helper/rank/fixed-outranks-stick/stick-first", Fixture, "stick-first", fixture_setup,

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "rank.h"
 #include "util.h"
@@ -16,10 +15,34 @@ static const struct {
         [BSG_NAME_PARTLABEL] = {"PARTLABEL=", "/dev/disk/by-partlabel/"},
 };
 
-/* UUIDs in any case, names byte for byte. */
+/* The next byte of *S with udev's \xHH escape undone (udev's database holds names encoded, sysfs and
+ * superblocks hold them plain); advances *S. */
+static int next_byte(const char **s)
+{
+        const char *p = *s;
+
+        if (p[0] == '\\' && p[1] == 'x' && hexval(p[2]) >= 0 && hexval(p[3]) >= 0) {
+                *s = p + 4;
+                return hexval(p[2]) * 16 + hexval(p[3]);
+        }
+        *s = p + 1;
+        return (unsigned char)p[0];
+}
+
+/* Names compared as the links are made: decoded; UUIDs without regard to case. */
 static int name_cmp(enum bsg_name_kind kind, const char *a, const char *b)
 {
-        return kind == BSG_NAME_UUID || kind == BSG_NAME_PARTUUID ? strcasecmp(a, b) : strcmp(a, b);
+        bool icase = kind == BSG_NAME_UUID || kind == BSG_NAME_PARTUUID;
+
+        for (;;) {
+                int x = next_byte(&a), y = next_byte(&b);
+                if (icase && x >= 'A' && x <= 'Z')
+                        x += 'a' - 'A';
+                if (icase && y >= 'A' && y <= 'Z')
+                        y += 'a' - 'A';
+                if (x != y || x == 0)
+                        return x - y;
+        }
 }
 
 /* A copy of S (N bytes) with udev's \xHH and fstab's \NNN escapes undone, quotes around it dropped. */
@@ -167,12 +190,7 @@ static int cmp_key(const void *a, const void *b)
 
 bool bsg_name_equal(enum bsg_name_kind kind, const char *a, const char *b)
 {
-        _cleanup_free_ char *x = unescape(a, strlen(a));
-        _cleanup_free_ char *y = unescape(b, strlen(b));
-
-        if (!x || !y)
-                return true; /* no memory to tell them apart: the same (fail closed) */
-        return name_cmp(kind, x, y) == 0;
+        return name_cmp(kind, a, b) == 0;
 }
 
 bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d)

@@ -34,7 +34,7 @@ int bsg_reserved_add_fstab(struct bsg_reserved *r, const char *text);
 int bsg_reserved_add_options(struct bsg_reserved *r, const char *options);
 void bsg_reserved_free(struct bsg_reserved *r);
 /* Whether A and B are one name of KIND, each as udev stores it (\xHH escapes) or decoded; UUIDs
- * ignore case. True when there is no memory to tell (fail closed). */
+ * ignore case. */
 bool bsg_name_equal(enum bsg_name_kind kind, const char *a, const char *b);
 /* Whether D carries one of R's names. */
 bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d);

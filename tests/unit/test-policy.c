@@ -473,6 +473,15 @@ static void name_collisions(void)
         check_case = "names: a fixed disk with the boot disk's default partition name and label";
         CHECK(bsg_outranked(d, 3, out) == 0);
         CHECK(!out[0] && !out[1] && out[2]);
+        check_case = "names: udev's encoded form and the plain one are one name";
+        CHECK(bsg_name_equal(BSG_NAME_PARTLABEL, "Linux\\x20filesystem", "Linux filesystem"));
+        CHECK(!bsg_name_equal(BSG_NAME_PARTLABEL, "Linux\\x20filesystem", "Linux_filesystem"));
+        CHECK(bsg_name_equal(BSG_NAME_UUID, "0B7B1F3C-5F0E-4C47-9D5E-1A2B3C4D5E6F", "0b7b1f3c-5f0e-4c47-9d5e-1a2b3c4d5e6f"));
+        CHECK(!bsg_name_equal(BSG_NAME_LABEL, "Data", "data"));
+        d[2].names[BSG_NAME_PARTLABEL] = "Linux\\x20filesystem";
+        d[2].names[BSG_NAME_LABEL] = NULL;
+        CHECK(bsg_outranked(d, 3, out) == 0);
+        CHECK(out[2]);
         check_case = "names: a fixed disk with the boot disk's PARTUUID";
         d[0].names[BSG_NAME_PARTUUID] = d[1].names[BSG_NAME_PARTUUID] = "0b7b1f3c-5f0e-4c47-9d5e-1a2b3c4d5e6f";
         CHECK(bsg_outranked(d, 3, out) == 0);

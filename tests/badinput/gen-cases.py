@@ -49,17 +49,17 @@ cases = [
 ("device-is-a-directory", "dev=dir", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("device-vanishes-before-open", "shim=vanish reached=vanished", D, 0, "$DEV: superblock read failed: No such file or directory", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=missing-device BTRFS_SCAN_GATE_ERROR=read-error", 10),
 ("eio-mid-superblock", "shim=eio:66000 reached=eio", "udev $DEV", 0, "$DEV: superblock read failed: Input/output error", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=unreadable BTRFS_SCAN_GATE_ERROR=read-error", 10),
-("device-vanishes-mid-read", "shim=short:66000 reached=short", "udev $DEV", 0, "$DEV: invalid btrfs superblock: device too small for a superblock at 64 KiB", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=invalid-superblock !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=skipped", 10),
+("device-vanishes-mid-read", "shim=short:66000 reached=short root", "udev $DEV", 0, "$DEV: invalid btrfs superblock: device too small for a superblock at 64 KiB", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=invalid-superblock !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=skipped", 10),
 ("device-vanishes-after-open", "shim=short:0 reached=short", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs !BTRFS_SCAN_GATE_FSID=* BTRFS_SCAN_GATE_ACTION=none", 10),
 ("symlink-swapped-between-checks", "link shim=swap reached=swapped", D, 0, "-", "BTRFS_SCAN_GATE_DECISION=ignore BTRFS_SCAN_GATE_REASON=not-btrfs", 10),
 ("fifo-blocks-open", "dev=fifo", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=in-doubt BTRFS_SCAN_GATE_ERROR=read-timeout", 4),
 ("read-blocks", "shim=block reached=blocking", "udev --timeout 2 $DEV", 0, "$DEV: superblock read did not finish within the timeout, ignoring", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=in-doubt BTRFS_SCAN_GATE_ERROR=read-timeout", 4),
 # the kernel interface
-("control-missing", "control=missing", "udev $DEV", 0, "btrfs-control: btrfs not loaded, not ready", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=not-ready ID_BTRFS_READY=1", 10),
-("control-not-a-device", "control=file", "udev $DEV", 0, "$DEV: scan failed, ignoring: Inappropriate ioctl for device", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed ID_BTRFS_READY=1", 10),
-("skip-scan-absent", "skipscan=missing", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=skip-scan-absent,scan-failed", 10),
-("skip-scan-read-only", "skipscan=ro", "udev $DEV", 0, "/sys/module/btrfs/parameters/skip_scan is read-only: skip list not applied", "BTRFS_SCAN_GATE_ERROR=skip-scan-read-only,scan-failed", 10),
-("skip-scan-write-fails", "skipscan=erofs reached=erofs", "udev $DEV", 0, "cannot write /sys/module/btrfs/parameters/skip_scan, ignoring: Read-only file system", "BTRFS_SCAN_GATE_ERROR=skip-scan-write-failed,scan-failed", 10),
+("control-missing", "control=missing root", "udev $DEV", 0, "btrfs-control: btrfs not loaded, not ready", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=not-ready ID_BTRFS_READY=1", 10),
+("control-not-a-device", "control=file root", "udev $DEV", 0, "$DEV: scan failed, ignoring: Inappropriate ioctl for device", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed ID_BTRFS_READY=1", 10),
+("skip-scan-absent", "skipscan=missing root", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=skip-scan-absent,scan-failed", 10),
+("skip-scan-read-only", "skipscan=ro root", "udev $DEV", 0, "/sys/module/btrfs/parameters/skip_scan is read-only: skip list not applied", "BTRFS_SCAN_GATE_ERROR=skip-scan-read-only,scan-failed", 10),
+("skip-scan-write-fails", "skipscan=erofs reached=erofs root", "udev $DEV", 0, "cannot write /sys/module/btrfs/parameters/skip_scan, ignoring: Read-only file system", "BTRFS_SCAN_GATE_ERROR=skip-scan-write-failed,scan-failed", 10),
 ("skip-list-too-long", "dev=img:clone longpath=4087 loopclone", "udev $DEV", 0, "device(s) left out of it, still never scanned by this helper: ", "BTRFS_SCAN_GATE_DECISION=skip BTRFS_SCAN_GATE_REASON=clone BTRFS_SCAN_GATE_ERROR=skip-list-too-long", 10),
 # configuration, command line, mountinfo, state
 ("config-line-without-equals", r"config=active_slot=A\nthis\sline\shas\sno\sequals\n", D, 0, "$T/btrfs-scan-gate.conf:2: expected KEY=VALUE, ignoring line", "BTRFS_SCAN_GATE_ERROR=config-invalid BTRFS_SCAN_GATE_DECISION=scan", 10),
@@ -104,10 +104,10 @@ cases = [
 ("boot-dry-run-config-invalid", r"root config=colour=blue\n", "--dry-run boot", 3, "the configuration has errors", "skip_scan=*", 10),
 ("status-valid-config", r"root skipscan=upstream config=clone_policy=skip-all\n", "status", 0, "-", "-", 10),
 # the run directory and the lock
-("rundir-is-a-file", "rundir=file", "udev $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-failed BTRFS_SCAN_GATE_DECISION=scan", 10),
-("rundir-missing", "rundir=missing", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
-("lock-held-past-timeout", "holdlock=4", "udev --timeout 2 $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-timeout BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ACTION=none", 4),
-("lock-race-4", "race=4", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
+("rundir-is-a-file", "rundir=file root", "udev $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-failed BTRFS_SCAN_GATE_DECISION=scan", 10),
+("rundir-missing", "rundir=missing root", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
+("lock-held-past-timeout", "holdlock=4 root", "udev --timeout 2 $DEV", 0, "cannot take the lock in $T/run", "BTRFS_SCAN_GATE_ERROR=lock-timeout BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ACTION=none", 4),
+("lock-race-4", "race=4 root", "udev $DEV", 0, "-", "BTRFS_SCAN_GATE_DECISION=scan BTRFS_SCAN_GATE_ERROR=scan-failed", 10),
 ]
 import os
 here = os.path.dirname(os.path.abspath(__file__))

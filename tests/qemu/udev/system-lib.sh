@@ -145,6 +145,19 @@ sys_prop() {
 # log with the guest's uptime
 tlog() { read -r up _ </proc/uptime; log "[$up] $*"; }
 
+# sys_listed DEV: DEV is in the kernel's skip_scan, by its own entry or by the starred entry of its
+# whole disk (/dev/sda* covers the disk and its partitions: hot-pluggable media is listed so)
+sys_listed() {
+    local dev=$1 name disk
+    name=${dev#/dev/}
+    disk=$name
+    [ -e "/sys/class/block/$name/partition" ] && disk=$(basename "$(readlink -f "/sys/class/block/$name/..")")
+    case ",$(cat /sys/module/btrfs/parameters/skip_scan)," in
+    *",$dev,"* | *",/dev/$disk*,"*) return 0 ;;
+    esac
+    return 1
+}
+
 # is $1 registered with the kernel (and not mounted)? On 6.1 BTRFS_IOC_FORGET_DEV by path
 # succeeds only for a registered device (ENOENT otherwise); a device it forgot is scanned again at
 # once, so the probe changes nothing (a skip_scan-listed device could not be scanned again: the

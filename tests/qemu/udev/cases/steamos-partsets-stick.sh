@@ -39,7 +39,7 @@ check() {
     log "$what: USB $USB: decision=$P_BTRFS_SCAN_GATE_DECISION reason=$P_BTRFS_SCAN_GATE_REASON udisks-ignore=$P_UDISKS_IGNORE"
     [ "$P_BTRFS_SCAN_GATE_DECISION" = skip ] || fail "$what: USB decision $P_BTRFS_SCAN_GATE_DECISION"
     [ "$P_UDISKS_IGNORE" = 1 ] || fail "$what: USB UDISKS_IGNORE=$P_UDISKS_IGNORE after SteamOS's rule"
-    grep -q "$USB" /sys/module/btrfs/parameters/skip_scan || fail "$what: $USB not in skip_scan"
+    sys_listed "$USB" || fail "$what: $USB not in skip_scan"
     [ "$(sys_registered "$USB")" = no ] || fail "$what: $USB is registered with the kernel"
     sys_props "$INT"
     [ "$P_UDISKS_IGNORE" = 0 ] || fail "$what: internal rootfs-A UDISKS_IGNORE=$P_UDISKS_IGNORE, expected SteamOS's 0"

@@ -51,7 +51,7 @@ stick_check() {
         case "$P_BTRFS_SCAN_GATE_SLOT" in - | "") ;; *) fail "$what: $s has slot $P_BTRFS_SCAN_GATE_SLOT" ;; esac
         [ "$P_BTRFS_SCAN_GATE_SLOT_ACTIVE" = - ] || fail "$what: $s has SLOT_ACTIVE=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
         [ "$P_SYSTEMD_READY" = 0 ] || fail "$what: $s SYSTEMD_READY=$P_SYSTEMD_READY"
-        grep -q "$s\(,\|$\)" /sys/module/btrfs/parameters/skip_scan ||
+        sys_listed "$s" ||
             fail "$what: $s not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
         [ "$(sys_registered "$s")" = no ] || fail "$what: $s is registered with the kernel"
         grep -q "^$s .* skip *\(fsid-changing\|untrusted-metadata-uuid\)" /tmp/status.txt ||
@@ -69,7 +69,7 @@ stick_check() {
 [ -w /sys/module/btrfs/parameters/skip_scan ] || fail "patched module without a writable skip_scan"
 sys_gate_boot || log "boot exited $?"
 for s in $S1 $S2; do
-    grep -q "$s\(,\|$\)" /sys/module/btrfs/parameters/skip_scan || fail "boot: $s not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
+    sys_listed "$s" || fail "boot: $s not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
 done
 sys_udev_coldplug
 stick_check coldplug

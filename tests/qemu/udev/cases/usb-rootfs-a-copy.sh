@@ -35,7 +35,7 @@ usb_check() {
     [ "$P_BTRFS_SCAN_GATE_SLOT_ACTIVE" = - ] || fail "$what: USB has SLOT_ACTIVE=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
     [ "$P_UDISKS_IGNORE" = 1 ] || fail "$what: USB UDISKS_IGNORE=$P_UDISKS_IGNORE"
     [ "$P_SYSTEMD_READY" = 0 ] || fail "$what: USB SYSTEMD_READY=$P_SYSTEMD_READY"
-    grep -q "$USB" /sys/module/btrfs/parameters/skip_scan || fail "$what: $USB not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
+    sys_listed "$USB" || fail "$what: $USB not in skip_scan: $(cat /sys/module/btrfs/parameters/skip_scan)"
     [ "$(sys_registered "$USB")" = no ] || fail "$what: $USB is registered with the kernel"
     sys_props "$INT"
     [ "$P_BTRFS_SCAN_GATE_SLOT_ACTIVE" = 1 ] || fail "$what: internal rootfs-A SLOT_ACTIVE=$P_BTRFS_SCAN_GATE_SLOT_ACTIVE"
@@ -57,7 +57,7 @@ usb_check() {
 # 1. the unit's boot, then coldplug in udev's own order
 [ -w /sys/module/btrfs/parameters/skip_scan ] || fail "patched module without a writable skip_scan"
 must sys_gate_boot
-grep -q "$USB" /sys/module/btrfs/parameters/skip_scan || fail "boot: $USB not in skip_scan"
+sys_listed "$USB" || fail "boot: $USB not in skip_scan"
 sys_udev_coldplug
 usb_check coldplug
 

@@ -27,6 +27,7 @@
 
 #include "gate.h"
 #include "policy.h"
+#include "rank.h"
 
 #define CHECK(x)                                                                                        \
         do {                                                                                            \
@@ -196,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         struct bsg_device same = d[j];
                         same.devnode = d[i].devnode;
                         same.untrusted = d[i].untrusted;
+                        same.rank = d[i].rank;
                         same.self_mounted = same.mounted_member = false;
                         same.path_ok = d[i].path_ok;
                         same.slot_active = d[i].slot_active;
@@ -228,8 +230,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool unknown = false;
         for (size_t i = 0; i < n; i++)
                 unknown = unknown || d[i].state == BSG_DEV_UNKNOWN;
+        /* decide_one() takes the rank rule's answer as given (bsg_policy_decide() works it out once) */
+        bool out[MAX_DEVS];
+        struct bsg_device ranked[MAX_DEVS];
+        CHECK(bsg_outranked(d, n, out) == 0);
+        for (size_t i = 0; i < n; i++) {
+                ranked[i] = d[i];
+                ranked[i].outranked = out[i];
+        }
         for (size_t i = 0; i < n && !unknown; i++)
-                CHECK(verdict_eq(bsg_policy_decide_one(d, n, i, policy), v[i]));
+                CHECK(verdict_eq(bsg_policy_decide_one(ranked, n, i, policy), v[i]));
 
         for (size_t i = 0; i < n; i++) {
                 /* 2: doubt is never scan */

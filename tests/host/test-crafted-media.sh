@@ -182,7 +182,7 @@ fi
 # withheld (`skip outranked`, listed), whatever the order
 cp --sparse=always "$work/u.img" "$work/u2.img"
 u2=$(attach "$work/u2.img")
-printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$u1" >"$work/gate.conf"
+printf 'clone_policy=skip-all\ntrusted_disk=%s\n' "$(bsg_by_path "$u1")" >"$work/gate.conf"
 boot_dry "$work/outranked.out"
 expect_verdict "$work/outranked.out" "$u1" "scan unique" "the named loop device beside an untrusted copy"
 expect_verdict "$work/outranked.out" "$u2" "skip outranked" "an untrusted copy of a named loop device"

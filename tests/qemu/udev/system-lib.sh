@@ -181,7 +181,18 @@ sys_registered() {
 sys_skip_labels() {
     [ -e /sys/module/btrfs/parameters/skip_scan ] || { echo "(absent)"; return; }
     l=$(tr ',' '\n' </sys/module/btrfs/parameters/skip_scan | while read -r d; do
-        [ -n "$d" ] && sys_label "$d"
+        case $d in
+        "") ;;
+        *'*')
+            # a whole disk, starred: the disk's partitions
+            disk=${d#/dev/}
+            disk=${disk%'*'}
+            for p in /sys/class/block/"$disk"/"$disk"*; do
+                [ -e "$p/partition" ] && sys_label "/dev/${p##*/}"
+            done
+            ;;
+        *) sys_label "$d" ;;
+        esac
     done | sort | tr '\n' ' ')
     echo "${l% }"
 }

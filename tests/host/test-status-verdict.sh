@@ -28,9 +28,10 @@ if [ -z "${BSG_STATUS_VERDICT_IN_NS:-}" ]; then
     BSG_STATUS_VERDICT_IN_NS=1 exec unshare --mount --propagation private -- "$0" "$@"
 fi
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/status-verdict.XXXXXX")
-loop=
+loop= loop2=
 cleanup() {
     [ -z "$loop" ] || losetup -d "$loop" || true
+    [ -z "$loop2" ] || losetup -d "$loop2" || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -147,7 +148,9 @@ kernels "$rel:dkms"
 truncate -s 120M "$work/fs.img"
 mkfs.btrfs -f "$work/fs.img" >"$work/mkfs.log" 2>&1 || fail "mkfs.btrfs"
 loop=$(losetup --show -f "$work/fs.img") || { echo "SKIP: no free loop device"; exit 77; }
-# an untrusted loop device (the boot names no disk; loop devices are never the fallback's) is listed
+# a byte copy on a second loop device: the two are clones, each decided skip and listed
+cp --sparse=always "$work/fs.img" "$work/fs2.img"
+loop2=$(losetup --show -f "$work/fs2.img") || { echo "SKIP: no free loop device"; exit 77; }
 run short status
 grep -q "^skip_scan (computed): .*$loop" "$work/short.out" || { show short; fail "$loop is not in the computed list"; }
 [ "$rc" = 4 ] || { show short; fail "skip_scan lacks $loop: status exited $rc, not 4"; }

@@ -4,7 +4,9 @@
 # bsg_add_test(NAME TARGET [ARGS ...] [ENV ...]) registers NAME running TARGET, plus
 #   asan/NAME running TARGET-asan (with BSG_HELPER pointing at the asan helper) and
 #   valgrind/NAME running TARGET under memcheck (with BSG_HELPER_WRAPPER set so that the test also
-#   runs the helper it spawns under memcheck). Exit 77 means skipped.
+#   runs the helper it spawns under memcheck). NO_VALGRIND leaves the valgrind variant out (the
+#   event-order sweeps: thousands of helper runs over the code the other tests already take through
+#   memcheck; most of the valgrind time of the suite; ASan still runs them). Exit 77 means skipped.
 
 set(BSG_ASAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 find_program(VALGRIND_EXECUTABLE valgrind)
@@ -52,7 +54,7 @@ function(bsg_add_library name)
 endfunction()
 
 function(bsg_add_test name target)
-    cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
+    cmake_parse_arguments(ARG "NO_VALGRIND" "TIMEOUT" "ARGS;ENV;LABELS" ${ARGN})
     if(NOT ARG_TIMEOUT)
         set(ARG_TIMEOUT 120)
     endif()
@@ -68,7 +70,7 @@ function(bsg_add_test name target)
             LABELS "asan;${ARG_LABELS}"
             ENVIRONMENT "BSG_HELPER=$<TARGET_FILE:btrfs-scan-gate-test-asan>;ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:abort_on_error=0;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;${ARG_ENV}")
     endif()
-    if(BSG_VALGRIND AND VALGRIND_EXECUTABLE)
+    if(BSG_VALGRIND AND VALGRIND_EXECUTABLE AND NOT ARG_NO_VALGRIND)
         math(EXPR vg_timeout "${ARG_TIMEOUT} * 6")
         add_test(NAME valgrind/${name} COMMAND ${BSG_VALGRIND_CMD} $<TARGET_FILE:${target}> ${ARG_ARGS})
         set_tests_properties(valgrind/${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT ${vg_timeout}

@@ -14,7 +14,7 @@ packages=(
     initramfs-tools initramfs-tools-core dracut-core mmdebstrap
     debhelper dh-dkms dkms dpkg-dev fakeroot lintian pacman-package-manager libarchive-tools
     makepkg shellcheck python3 mount patch xz-utils binutils
-    autopkgtest openssl
+    autopkgtest openssl bc
 )
 
 # every program the scripts and tests call, with the package that has it (checked after the
@@ -37,7 +37,7 @@ programs=(
     lintian:lintian makepkg:makepkg pacman:pacman-package-manager bsdtar:libarchive-tools
     dpkg-deb:dpkg dpkg-parsechangelog:dpkg-dev apt-get:apt apt-cache:apt chroot:coreutils
     strip:binutils readelf:binutils
-    autopkgtest:autopkgtest openssl:openssl
+    autopkgtest:autopkgtest openssl:openssl bc:bc
 )
 
 if [ "$(id -u)" -ne 0 ]; then

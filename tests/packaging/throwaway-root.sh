@@ -30,7 +30,7 @@ make_tarball() { # prints the tarball's path, made first if missing or old
         return 0
     fi
     command -v mmdebstrap >/dev/null || { echo "throwaway-root: mmdebstrap not installed (scripts/setup.sh)" >&2; exit 1; }
-    local tmp start
+    local start
     tmp=$(mktemp -d "$cache/roots/tmp.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     start=$(date +%s)
@@ -41,6 +41,8 @@ make_tarball() { # prints the tarball's path, made first if missing or old
         exit 1
     fi
     mv "$tmp/root.tar" "$tarball"
+    rm -rf "$tmp"
+    trap - EXIT
     echo "throwaway-root: $tarball made in $(( $(date +%s) - start )) s" >&2
     echo "$tarball"
 }

@@ -127,10 +127,12 @@ dk -r btrfs-scan-gate-dkms >"$work/dkms-remove.log" 2>&1 || { cat "$work/dkms-re
 no_dkms_here "dkms remove"
 [ ! -e "$R/$src" ] || fail "dkms remove: /$src left in R"
 echo "ok: dkms: removed chrootless (nothing registered in R): no dkms ran here"
-# registered by dkms inside R, as configuring the package there does
+# registered by dkms inside R, as configuring the package there does (dkms warns that /proc is
+# not mounted: registering and removing need none)
+in_r() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 dk -i "$dkmsdeb" >"$work/dkms-install2.log" 2>&1 || { cat "$work/dkms-install2.log"; fail "dkms: dpkg --root -i (again)"; }
 mver=${src#usr/src/btrfs-scan-gate-}
-chroot "$R" dkms add -m btrfs-scan-gate -v "$mver" >"$work/dkms-add.log" 2>&1 || { cat "$work/dkms-add.log"; fail "dkms add inside R"; }
+in_r dkms add -m btrfs-scan-gate -v "$mver" >"$work/dkms-add.log" 2>&1 || { cat "$work/dkms-add.log"; fail "dkms add inside R"; }
 [ -L "$R/var/lib/dkms/btrfs-scan-gate/$mver/source" ] || fail "dkms add inside R registered nothing (the refusal below would prove nothing)"
 rc=0
 dk -r btrfs-scan-gate-dkms >"$work/dkms-remove-refused.log" 2>&1 || rc=$?
@@ -138,10 +140,11 @@ no_dkms_here "dkms remove (registered in R)"
 [ "$rc" != 0 ] || { cat "$work/dkms-remove-refused.log"; fail "dkms: remove from outside succeeded with the module registered in R"; }
 grep -q "which dkms cannot remove from outside it (DPKG_ROOT=$R): not removed; .*dkms remove btrfs-scan-gate/$mver --all" "$work/dkms-remove-refused.log" ||
     { cat "$work/dkms-remove-refused.log"; fail "dkms: the refusal does not say why and what to do"; }
-[ "$(status_in_r)" = "install ok installed" ] || fail "dkms: after the refused remove, status in R is '$(status_in_r)'"
+# dpkg keeps the wish to remove it ("deinstall"), the package itself stays installed
+case $(status_in_r) in *" ok installed") ;; *) fail "dkms: after the refused remove, status in R is '$(status_in_r)'" ;; esac
 [ -e "$R/$src/dkms.conf" ] || fail "dkms: after the refused remove, /$src/dkms.conf is gone from R"
 echo "ok: dkms: registered inside R: remove from outside refused (exit $rc), the package kept: $(grep -o 'not removed;.*' "$work/dkms-remove-refused.log")"
-chroot "$R" dkms remove -m btrfs-scan-gate -v "$mver" --all >"$work/dkms-remove-inside.log" 2>&1 ||
+in_r dkms remove -m btrfs-scan-gate -v "$mver" --all >"$work/dkms-remove-inside.log" 2>&1 ||
     { cat "$work/dkms-remove-inside.log"; fail "dkms remove inside R"; }
 dk -P btrfs-scan-gate-dkms >"$work/dkms-purge.log" 2>&1 || { cat "$work/dkms-purge.log"; fail "dkms: dpkg --root -P after dkms remove inside R"; }
 no_dkms_here "dkms purge"

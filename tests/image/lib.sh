@@ -8,7 +8,8 @@
 #                             sys, a, b and the update disk / USB stick when named
 #   image_boot DIR LOG KVER SLOT CASE [ORDER] [QEMU ARGS...]
 #                             boots DIR's disks (kernel 6.1|6.12, root=rootfs-SLOT, bsg.case=CASE,
-#                             disks on PCI slots in ORDER, e.g. "sys a b"); console to LOG
+#                             disks on PCI slots in ORDER, e.g. "sys a b"); console to LOG;
+#                             IMG_INITRD replaces the variant's 6.1 initramfs
 #   image_verdict LOG         the guest's CASE-EXIT status (124: no verdict, 125: panic)
 
 IMAGE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -64,7 +65,7 @@ image_boot() {
     shift 6 2>/dev/null || shift $#
     local -a args=()
     case $k in
-    6.1) kernel=$IMG_DIR/vmlinuz-6.1 initrd=$IMG_DIR/${IMG_VARIANT:-gate}/initrd-6.1 ;;
+    6.1) kernel=$IMG_DIR/vmlinuz-6.1 initrd=${IMG_INITRD:-$IMG_DIR/${IMG_VARIANT:-gate}/initrd-6.1} ;;
     6.12) kernel=$IMG_DIR/vmlinuz-6.12 initrd=$IMG_DIR/${IMG_VARIANT:-gate}/initrd-6.12 ;;
     esac
     if [ "$slot" = A ]; then pu=$IMG_PU_ROOT_A; else pu=$IMG_PU_ROOT_B; fi

@@ -10,6 +10,9 @@
 #                           higher-generation update and A no longer boots (expected: observed)
 #   stick                   a USB stick with a higher-generation rootfs-A copy plugged in
 #   k612                    Debian's stock 6.12 kernel with the gate image
+#   module-lapse            the gate image with an initramfs that lacks the patched module (the
+#                           in-tree btrfs.ko in its place, as when the initramfs was not rebuilt
+#                           after the module was installed): the unit fails and status says why
 # ORDER: the disks sys, a, b in PCI slot order, comma-separated (e.g. b,sys,a).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +48,34 @@ boot() {
     fi
 }
 step_fail() { echo "FAIL: $*"; rc=1; }
+# lapse_initrd OUT: the gate's 6.1 initramfs with updates/btrfs.ko taken out and the kernel's own
+# kernel/fs/btrfs/btrfs.ko put in (depmod run again), repacked (gzip)
+lapse_initrd() {
+    local out=$1 ir=$work/initrd-tree main ko kver stock p
+    qemu_kernel 6.1 || return 1
+    stock=$QK_ROOT/lib/modules/$QK_KVER/kernel/fs/btrfs/btrfs.ko
+    [ -e "$stock" ] || { echo "no in-tree btrfs.ko at $stock"; return 1; }
+    rm -rf "$ir"
+    unmkinitramfs "$IMG_DIR/gate/initrd-6.1" "$ir" || return 1
+    main=$ir
+    [ ! -d "$ir/main" ] || main=$ir/main
+    ko=$(find "$main"/ -path '*/lib/modules/*/updates/btrfs.ko*' | head -n 1)
+    [ -n "$ko" ] || { echo "the gate's initramfs has no updates/btrfs.ko: the case would prove nothing"; return 1; }
+    kver=${ko#*/lib/modules/}
+    kver=${kver%%/*}
+    rm -f "$ko"
+    mkdir -p "${ko%/lib/modules/*}/lib/modules/$kver/kernel/fs/btrfs"
+    cp "$stock" "${ko%/lib/modules/*}/lib/modules/$kver/kernel/fs/btrfs/"
+    depmod -b "${ko%/lib/modules/*}" "$kver" || return 1
+    : >"$out"
+    for p in "$ir"/early*; do
+        [ -d "$p" ] || continue
+        (cd "$p" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) >>"$out"
+    done
+    (cd "$main" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) | gzip -1 >>"$out"
+    rm -rf "$ir"
+    echo "== host: initramfs without the patched module: ${ko#"$main"} removed, /lib/modules/$kver/kernel/fs/btrfs/btrfs.ko in its place"
+}
 
 order=${case#*:}
 [ "$order" != "$case" ] || order=sys,a,b
@@ -98,6 +129,13 @@ k612)
     [ -e "$IMG_DIR/vmlinuz-6.12" ] || { echo "SKIP: no 6.12 kernel in the image"; exit 77; }
     image_disks gate "$work"
     IMAGE_APPEND="systemd.mask=mnt-other.mount" boot k612-A 6.12 A k612 "$order" || step_fail "6.12 boot of slot A"
+    ;;
+module-lapse)
+    image_disks gate "$work"
+    lapse_initrd "$work/initrd-lapse" || { echo "FAIL: no initramfs without the patched module"; exit 1; }
+    # virtual_fsid (the fstab's /mnt/other) is the patched module's: masked, as on 6.12
+    IMG_INITRD=$work/initrd-lapse IMAGE_APPEND="systemd.mask=mnt-other.mount" boot module-lapse 6.1 A module-lapse "$order" ||
+        step_fail "slot A with the in-tree module loaded from the initramfs: the lapse was not shown"
     ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -1,7 +1,7 @@
 #!/bin/bash
 # autopkgtest.sh DEBDIR_FILE WORK: debian/tests (autopkgtest) of this source tree against the built
 # .debs, run by `autopkgtest` with its chroot virtualisation server in a throw-away Debian 12 root
-# (throwaway-root.sh) in a private mount namespace: /proc, /sys and /dev (loop devices) from this
+# (throwaway-root.sh unpack) in a private mount namespace: /proc, /sys and /dev (loop devices) from this
 # machine, a tmpfs /run, the archive as this machine sees it (test dependencies come from it, the
 # downloads are kept in $BSG_CACHE/apt-archives). Every test must pass; a skipped test fails this one
 # (the root has what they need).
@@ -10,7 +10,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
-cache=${BSG_CACHE:-/var/cache/btrfs-scan-gate}
 [ "$(id -u)" -eq 0 ] || skip "needs root (chroot, loop devices, mount namespace)"
 command -v autopkgtest >/dev/null || fail "autopkgtest not installed (scripts/setup.sh)"
 [ -e /etc/apt/sources.list.d/debian.sources ] || skip "no /etc/apt/sources.list.d/debian.sources to give the root the archive"
@@ -21,28 +20,12 @@ fi
 debdir=$(cat "$debfile")
 arch=$(dpkg --print-architecture)
 debs=("$(ls "$debdir"/btrfs-scan-gate_*_"$arch".deb)") || fail "no btrfs-scan-gate .deb in $debdir"
-tarball=$("$here/throwaway-root.sh") || fail "no throw-away root"
 rm -rf "$work"
 root=$work/root
-mkdir -p "$root" "$work/out" "$cache/apt-archives/partial"
-tar -C "$root" -xf "$tarball"
-mount --make-rprivate /
+mkdir -p "$work/out"
+trap '"$here/throwaway-root.sh" remove "$root"' EXIT
 # the root a mount point of its own: the host tests' `unshare --propagation private` needs one
-mount --bind "$root" "$root"
-cleanup() {
-    umount -R "$root" 2>/dev/null || true
-    rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-mount -t proc proc "$root/proc"
-mount --rbind /sys "$root/sys"
-mount --rbind /dev "$root/dev"
-mount -t tmpfs -o mode=0755 bsg-run "$root/run"
-rm -f "$root/etc/apt/sources.list"
-cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
-cp /var/lib/apt/lists/*_dists_* "$root/var/lib/apt/lists/"
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+"$here/throwaway-root.sh" unpack "$root" --own-mount --sys --archive || fail "no throw-away root"
 
 # the source tree as git knows it (tracked and untracked, not ignored), as build-debs.sh copies it
 mkdir "$work/src"

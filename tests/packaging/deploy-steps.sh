@@ -21,21 +21,11 @@ debdir=$(cat "$debfile")
 arch=$(dpkg --print-architecture)
 gate=$(cd "$debdir" && ls btrfs-scan-gate_*_"$arch".deb) || fail "no btrfs-scan-gate .deb in $debdir"
 dkms=$(cd "$debdir" && ls btrfs-scan-gate-dkms_*_all.deb) || fail "no btrfs-scan-gate-dkms .deb in $debdir"
-tarball=$("$here/throwaway-root.sh") || fail "no throw-away root"
 rm -rf "$work"
 root=$work/root logs=$work/logs
-mkdir -p "$root" "$logs"
-tar -C "$root" -xf "$tarball"
-mount --make-rprivate /
-cleanup() {
-    umount -R "$root/proc" "$root/sys" "$root/dev" "$root/run" 2>/dev/null || true
-    rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-mount -t proc proc "$root/proc"
-mount --rbind /sys "$root/sys"
-mount --rbind /dev "$root/dev"
-mount -t tmpfs -o mode=0755 bsg-run "$root/run"
+mkdir -p "$logs"
+trap '"$here/throwaway-root.sh" remove "$root"' EXIT
+"$here/throwaway-root.sh" unpack "$root" --sys || fail "no throw-away root"
 cp "$debdir/$gate" "$debdir/$dkms" "$root/root/"
 # the steps run from root's home; everything the packages depend on is in the root already
 step() { # LOG COMMAND: one step as a shell line, in the root

@@ -68,7 +68,7 @@ one sb-on-named running on named build
 one sb-on-key-none running on none skip "says key=none"
 one sb-on-unreadable running on unreadable skip "one is not readable"
 one sb-off-key-none running off none build
-one chroot-no-efi chroot none absent skip "an image build (/ is not the root of PID 1"
+one chroot-no-efi chroot none absent skip "an image build (/ is not the root of PID 1 (a chroot)): the module build is skipped and no signing key is made"
 one chroot-sb-off chroot off absent skip "an image build"
 one chroot-named chroot on named build
 one chroot-key-none chroot on none build

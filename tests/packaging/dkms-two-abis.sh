@@ -47,26 +47,11 @@ stock=$(find "$cache/image-$SRCVER/root/lib/modules/$ABI" -name 'btrfs.ko*' | he
 [ -n "$stock" ] || fail "no stock btrfs.ko of $ABI under $cache/image-$SRCVER"
 [ -e /etc/apt/sources.list.d/debian.sources ] || skip "no /etc/apt/sources.list.d/debian.sources to give the root the host's archive"
 
-tarball=$("$here/throwaway-root.sh") || fail "no throw-away root"
 rm -rf "$work"
 root=$work/root logs=$work/logs
-mkdir -p "$root" "$logs" "$cache/apt-archives/partial"
-tar -C "$root" -xf "$tarball"
-mount --make-rprivate /
-cleanup() {
-    umount -R "$root/proc" "$root/dev" "$root/run" "$root/var/cache/apt/archives" "$root/var/cache/ccache" 2>/dev/null || true
-    rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-mount -t proc proc "$root/proc"
-mount --rbind /dev "$root/dev"
-mount -t tmpfs -o mode=0755 bsg-run "$root/run"
-# the archive as the host sees it (lists included: no apt-get update), downloads kept across runs
-rm -f "$root/etc/apt/sources.list"
-cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
-cp /var/lib/apt/lists/*_dists_* "$root/var/lib/apt/lists/"
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
-mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
+mkdir -p "$logs"
+trap '"$here/throwaway-root.sh" remove "$root"' EXIT
+"$here/throwaway-root.sh" unpack "$root" --archive || fail "no throw-away root"
 mkdir -p "$cache/ccache-dkms-two-abis" "$root/var/cache/ccache"
 mount --bind "$cache/ccache-dkms-two-abis" "$root/var/cache/ccache"
 # `uname -r` of the root: kernel A runs (set below)

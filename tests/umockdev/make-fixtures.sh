@@ -85,7 +85,8 @@ mv "$out/gpt.img.tmp" "$out/gpt.img"
 mv "$out/home-gpt.img.tmp" "$out/home-gpt.img"
 
 # hostile copies of the root's members (review of the trust anchor, A4/A5): raid-2 with a generation
-# 1000 higher (raid-2-newer), rootfs claiming num_devices=2 (rootfs-nd2); checksum redone (crc32c)
+# 1000 higher (raid-2-newer), rootfs claiming num_devices=2 (rootfs-nd2); home one transaction later
+# (home-newer: what a mount leaves); checksum redone (crc32c)
 python3 - "$out" <<'PY'
 import struct, sys
 out = sys.argv[1]
@@ -111,6 +112,8 @@ def craft(src, dst, num_devices=None, gen_add=1000):
     open(f"{out}/{dst}.img.tmp", "wb").write(img)
 craft("raid-2", "raid-2-newer")
 craft("rootfs", "rootfs-nd2", num_devices=2)
+craft("home", "home-newer", gen_add=1)
 PY
 mv "$out/raid-2-newer.img.tmp" "$out/raid-2-newer.img"
+mv "$out/home-newer.img.tmp" "$out/home-newer.img"
 mv "$out/rootfs-nd2.img.tmp" "$out/rootfs-nd2.img"

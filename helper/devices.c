@@ -586,8 +586,9 @@ static int cmp_str(const void *a, const void *b)
         return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* A whole disk with partitions: its partitions are what carry filesystems. A partition's sysfs path
- * is its disk's path plus "/NAME": sort the paths of the partitions' parents, look each device up. */
+/* A whole disk the kernel has partitions of (whose table trust.c may read for PARTUUIDs). A
+ * partition's sysfs path is its disk's path plus "/NAME": sort the paths of the partitions' parents,
+ * look each device up. */
 static void mark_partitioned_disks(struct bsg_devs *devs)
 {
         _cleanup_free_ char **parents = calloc(devs->n + 1, sizeof(char *));
@@ -613,7 +614,6 @@ static void mark_partitioned_disks(struct bsg_devs *devs)
         qsort(parents, m, sizeof(char *), cmp_str);
         for (size_t i = 0; i < devs->n; i++) {
                 const char *key = devs->v[i].syspath;
-                /* read all the same: the kernel registers a stale superblock on it if anyone scans it */
                 if (bsearch(&key, parents, m, sizeof(char *), cmp_str))
                         devs->v[i].partitioned = true;
         }
@@ -1174,30 +1174,6 @@ const char *bsg_sysname_of_devnum(dev_t devnum, char *buf, size_t size)
         return name ? name + 1 : buf;
 }
 
-bool bsg_devnum_partitioned_disk(dev_t devnum)
-{
-        char path[64], sub[PATH_MAX];
-        struct dirent *de;
-        bool found = false;
-        DIR *dir;
-
-        char link[PATH_MAX];
-        const char *name = bsg_sysname_of_devnum(devnum, link, sizeof(link));
-        devnum_path(path, sizeof(path), devnum, "");
-        devnum_path(sub, sizeof(sub), devnum, "/partition");
-        if (!name || access(sub, F_OK) == 0 || !(dir = opendir(path)))
-                return false; /* a partition itself, or gone */
-        size_t l = strlen(name);
-        while (!found && (de = readdir(dir))) {
-                /* a partition's directory is named after its disk (sda1, nvme0n1p2, loop0p1) */
-                if (strncmp(de->d_name, name, l) != 0 || !de->d_name[l])
-                        continue;
-                found = bsg_join(sub, sizeof(sub), path, "/", de->d_name, "/partition", NULL) && access(sub, F_OK) == 0;
-        }
-        closedir(dir);
-        return found;
-}
-
 int bsg_devs_add_devnum(struct bsg_devs *devs, dev_t devnum)
 {
         char link[PATH_MAX];
@@ -1307,6 +1283,7 @@ struct read_record {
         uint32_t index;
         uint32_t kind;  /* 0: the superblock; 1: the partition table ("PARTN UUID" lines in buf) */
         int32_t result; /* bytes read or -errno */
+        uint32_t carries_table; /* kind 0: the whole disk's own bytes carry a partition table */
         uint8_t buf[BSG_SUPER_SIZE];
 };
 
@@ -1357,6 +1334,23 @@ static size_t probe_table(int fd, char *out, size_t size)
         return len;
 }
 
+/* Whether the whole disk open at FD carries a partition table: its own bytes, as libblkid reads them
+ * with every partition table parser it has (a table nobody vouches for only ever keeps a superblock
+ * out). Not the kernel's partitions: those are what it read last and stay until a re-read (BLKRRPART,
+ * which fails while the disk is busy); mkfs.btrfs zeroes the first 2 MiB of a whole disk, table
+ * included, so a btrfs superblock beside a table is older than the table. Returns 1 (a table, or two
+ * that disagree), 0 (none), or -EIO (the probe failed: the read is in doubt). */
+static int carries_table(int fd)
+{
+        _cleanup_blkid_probe_ blkid_probe pr = blkid_new_probe();
+
+        if (!pr || blkid_probe_set_device(pr, fd, 0, 0) != 0 || blkid_probe_enable_superblocks(pr, 0) != 0 ||
+            blkid_probe_enable_partitions(pr, 1) != 0)
+                return -EIO;
+        int r = blkid_do_safeprobe(pr);
+        return r == 1 ? 0 : r == 0 || r == -2 ? 1 : -EIO;
+}
+
 /* The child: one open and one pread per device of ORDER[START..N), results streamed into the pipe; a
  * disk marked probe_table has its partition table read on the same descriptor, sent as a second
  * record. */
@@ -1380,6 +1374,15 @@ _Noreturn static void read_child(int out, const struct bsg_devs *devs, const siz
                                 r = pread(fd, rec.buf, sizeof(rec.buf), BSG_SUPER_OFFSET);
                         while (r < 0 && errno == EINTR);
                         rec.result = r < 0 ? -errno : (int32_t)r;
+                        /* a btrfs magic on a whole disk: is there a partition table beside it? */
+                        if (r == (ssize_t)sizeof(rec.buf) && !devs->v[i].partition &&
+                            memcmp(rec.buf + 0x40, "_BHRfS_M", 8) == 0) {
+                                int t = carries_table(fd);
+                                if (t < 0)
+                                        rec.result = t;
+                                else
+                                        rec.carries_table = (uint32_t)t;
+                        }
                 }
                 if (write_all(out, &rec, sizeof(rec)) < 0)
                         _exit(1);
@@ -1634,6 +1637,7 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
                                 rd->in_table = devs->v[rec.index].probe_table && rec.result >= 0;
                                 if (!done[rec.index]) {
                                         done[rec.index] = true;
+                                        devs->v[rec.index].carries_table = rec.carries_table != 0;
                                         classify(&devs->v[rec.index], rec.buf, rec.result);
                                         left--;
                                 }

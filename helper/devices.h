@@ -35,7 +35,7 @@ struct bsg_dev {
         bool trust_by_config; /* trusted because trusted_disk= names it (or its disk, or its slaves') */
         const char *trust_why; /* why it is (un)trusted, a static string; NULL before it is decided */
         bool bus_hotplug; /* ID_BUS=usb/ieee1394 from the udev database or the event's environment */
-        bool partitioned; /* a whole disk with partitions (read all the same: a stale superblock is listed) */
+        bool partitioned; /* a whole disk the kernel has partitions of (sysfs; enumeration only) */
         bool zoned;       /* its disk's queue/zoned is not "none": the kernel reads another superblock */
         char *storage_id; /* bsg_devs_add_storage_ids(); NULL if unknown */
         char *disk;       /* sysfs path of the whole disk it is on (entries.c fills it); NULL unknown */
@@ -43,12 +43,14 @@ struct bsg_dev {
         char *data_slave; /* a dm device whose table stores its data on one slave (dm-verity's data
                            * device, not its hash device), or an md device over one slave: its kernel
                            * name; over a stack (dm on dm), the device at the bottom's; else NULL */
-        bool skip_read;  /* not read: partitioned whole disk, too small, suspended dm */
+        bool skip_read;  /* not read: no media, too small, suspended dm, held */
         const char *skip_read_why;
 
         /* the read */
         int read_result; /* bytes read or -errno (-ETIMEDOUT: the read did not finish in time) */
         int parse_result; /* bsg_superblock_parse(): 0 or BSG_SB_* */
+        bool carries_table; /* a whole disk with a btrfs magic whose own bytes carry a partition table
+                             * (libblkid): the superblock is older than the table */
         const char *problem;
         struct bsg_superblock sb;
         uint8_t *raw; /* the 4096 bytes read, kept for a valid superblock: the check after a scan
@@ -199,16 +201,13 @@ const char *bsg_dm_name_of_devnum(dev_t devnum, char *buf, size_t size);
 /* Whether DEVNUM has holders (a device known only from its inventory record). */
 bool bsg_devnum_held(dev_t devnum);
 
-/* Whether DEVNUM is a whole disk whose partitions are block devices of their own (sysfs: a child
- * directory with a "partition" file), for a device known only from its inventory record. */
-bool bsg_devnum_partitioned_disk(dev_t devnum);
-
 /* Gives every partition whose PARTUUID is unknown the one its disk's partition table (read with
  * probe_table) says. */
 void bsg_devs_add_table_partuuids(struct bsg_devs *devs);
 
 /* Reads the superblock of every device not marked skip_read, each exactly once (one pread of 4 KiB at
- * 64 KiB), in child processes; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.
+ * 64 KiB; a whole disk with a btrfs magic there also has its partition table looked for), in child
+ * processes; devices not done by DEADLINE_USEC (CLOCK_MONOTONIC) get -ETIMEDOUT.
  * One deadline for the whole run: a read that does not answer within 200 ms is left to its child and
  * the devices after it go to a new one (at most 16), so a stalled device delays no other's read.
  * FIRST is read first (the device of the event), or SIZE_MAX. Then parses each and asks libblkid about

@@ -4,8 +4,8 @@
  * device only while it describes it (record_is_of(), same_identity_bits()); a device not read now is
  * what its record says (entry_from_record()). Then every entry's trust (trust.c), its slot (active.c)
  * and what the mounts say of it. Of the system it asks only sysfs, for what a record cannot say now
- * (a device replaced, held, a partitioned disk, a mounted filesystem's member, the class of a record
- * that has none); the inventory file itself (load, lock, records written back) is inventory.c. */
+ * (a device replaced, held, a mounted filesystem's member, the class of a record that has none); the
+ * inventory file itself (load, lock, records written back) is inventory.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -99,7 +99,6 @@ static void security_fields(struct entry *e, const struct bsg_dev *d)
         if (e->pd.metadata_uuid_feature)
                 memcpy(e->pd.metadata_uuid, d->sb.metadata_uuid, BSG_UUID_SIZE);
         e->pd.storage_id = d->storage_id;
-        e->pd.partitioned_disk = d->partitioned;
 }
 
 /* bsg_mounted_member() of a device known only from its record: its kernel name from its number. */
@@ -197,12 +196,11 @@ int entries_build(struct ctx *c)
                 }
                 e->disk = d->disk;
                 e->trust.disk = d->disk;
-                /* the enumeration marks partitioned disks; a device an event added alone is asked
-                 * of sysfs (its own event must not scan a stale whole-disk superblock either) */
-                e->pd.partitioned_disk = e->pd.partitioned_disk || d->partitioned ||
-                                         (!d->partition && d->devnum &&
-                                          (e->pd.state == BSG_DEV_BTRFS || e->pd.state == BSG_DEV_INVALID) &&
-                                          bsg_devnum_partitioned_disk(d->devnum));
+                /* a whole disk whose own bytes carry a partition table beside the superblock, as
+                 * this run's read found it (the kernel's partitions may be older or newer than both) */
+                if (!e->from_record)
+                        e->pd.partitioned_disk = d->carries_table && (e->pd.state == BSG_DEV_BTRFS ||
+                                                                      e->pd.state == BSG_DEV_INVALID);
         }
         /* the other devices of the inventory */
         for (size_t k = 0; k < c->state.n; k++) {

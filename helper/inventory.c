@@ -121,8 +121,11 @@ void record_all(struct ctx *c)
 }
 
 /* Whether the inventory text TEXT (read without the lock) has an entry for D with D's identity: an
- * `add` event of such a device needs no read (coldplug after `boot`). The entry is taken again under
- * the lock, and if it went in between the device is in doubt. */
+ * `add` event of such a device needs no read (coldplug after `boot`). Not a btrfs one: its event asks
+ * the kernel to register it, and the check after that compares what the kernel read with what was
+ * decided, generation included, which a mount changes without any event (a record of it is stale
+ * once the filesystem was mounted, and its registration would be taken back). The entry is taken
+ * again under the lock, and if it went in between the device is in doubt. */
 static bool inventory_has(const char *text, const struct bsg_dev *d)
 {
         struct bsg_record rec;
@@ -137,7 +140,7 @@ static bool inventory_has(const char *text, const struct bsg_dev *d)
         _cleanup_free_ char *line = strndup(p, (size_t)(end - p));
         if (!line || bsg_record_parse(line, &rec) < 0)
                 return false;
-        found = record_is_of(&rec, d) && rec.kind != BSG_RECORD_UNKNOWN;
+        found = record_is_of(&rec, d) && rec.kind != BSG_RECORD_UNKNOWN && rec.kind != BSG_RECORD_BTRFS;
         bsg_record_done(&rec);
         return found;
 }

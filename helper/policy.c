@@ -77,8 +77,10 @@ bool is_multi_device(const struct bsg_device *d)
         return d->num_devices > 1;
 }
 
-/* A whole disk whose partitions carry the filesystems: a btrfs superblock on it is stale (or planted);
- * the kernel would still register it, so it is listed, never scanned. */
+/* A whole disk whose own bytes carry a partition table: mkfs.btrfs zeroes the table, so a btrfs
+ * superblock beside one is older than it (or planted); the kernel would still register it, so it is
+ * listed, never scanned. The kernel's partitions of the disk say nothing either way: they are what it
+ * read last (a disk formatted whole keeps its old ones until a re-read succeeds). */
 bool is_partitioned_disk(const struct bsg_device *d)
 {
         return d->partitioned_disk;

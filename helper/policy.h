@@ -35,7 +35,7 @@ enum bsg_reason {
         BSG_REASON_CLONE,
         BSG_REASON_OUTRANKED,           /* a device of a higher rank collides with it (rank.h) */
         BSG_REASON_INCONSISTENT_COPIES, /* copies of one fsid disagree (num_devices, seed, devid/UUID) */
-        BSG_REASON_PARTITIONED_DISK,    /* a whole disk with partitions and a (stale) btrfs superblock */
+        BSG_REASON_PARTITIONED_DISK,    /* a whole disk with a partition table and a (stale) btrfs superblock */
         BSG_REASON_SAME_STORAGE,        /* a second name of storage another device already names */
         BSG_REASON_UNREADABLE, /* its read failed: what the kernel would read is unknown */
         BSG_REASON_IN_DOUBT, /* unknown device, or a scan while a device of the set is unknown, or no
@@ -95,7 +95,7 @@ struct bsg_device {
         bool self_mounted;   /* this very device is the source of a mount */
         bool path_ok;        /* the devnode can be listed in skip_scan and fits the ioctl */
         bool mounted_member; /* listed in /sys/fs/btrfs/<fsid>/devices/ of a mounted filesystem */
-        bool partitioned_disk; /* a whole disk whose partitions are block devices of their own */
+        bool partitioned_disk; /* a whole disk whose own bytes carry a partition table (libblkid) */
         bool held;             /* another block device is stacked on it (dm-verity, dm-crypt, md...) */
         /* what the bytes are stored on, equal for two names of one storage ("loop:DEV:INO:OFFSET",
          * "wwid:...", "serial:..." plus ":START" for a partition); NULL if unknown */

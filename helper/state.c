@@ -290,10 +290,10 @@ int bsg_record_parse(const char *line, struct bsg_record *ret_rec)
                 r = -EINVAL;
                 goto fail;
         }
-        /* flags (bit 0: partitioned whole disk, bit 1: fsid change in progress, bit 2: METADATA_UUID
-         * feature, and then the metadata_uuid follows; bit 3: zoned device; bit 4: the untrusted field is
-         * the device's class, the fallback's test (issue 18: else unknown, asked of sysfs); bit 5: a
-         * stacked device); lines written before they existed end here */
+        /* flags (bit 0: a whole disk carrying a partition table, bit 1: fsid change in progress, bit 2:
+         * METADATA_UUID feature, and then the metadata_uuid follows; bit 3: zoned device; bit 4: the
+         * untrusted field is the device's class, the fallback's test (issue 18: else unknown, asked of
+         * sysfs); bit 5: a stacked device); lines written before they existed end here */
         uint64_t flags = 0;
         const char *q2 = p;
         if (next_field(&q2, &s, &len) && (!bsg_field_u64(&p, &flags) || flags > 63)) {

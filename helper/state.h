@@ -50,7 +50,7 @@ struct bsg_record {
         bool seeding;
         bool registered; /* this helper registered it (scan ioctl succeeded) and has not forgotten it */
         bool forget_pending; /* registered, the kernel read another superblock, its forget failed */
-        bool partitioned; /* a whole disk whose partitions are block devices of their own (when read) */
+        bool partitioned; /* a whole disk whose own bytes carried a partition table (when read) */
         bool fsid_changing; /* CHANGING_FSID(_V2) set */
         bool zoned;         /* a zoned device (when read) */
         bool metadata_uuid_feature; /* the METADATA_UUID feature, and its metadata_uuid: */

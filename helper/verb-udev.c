@@ -85,7 +85,8 @@ static void log_security_reason(const struct entry *t, bool acting)
                         t->devnode);
                 break;
         case BSG_REASON_PARTITIONED_DISK:
-                log_msg("%s: whole disk with partitions carries a btrfs superblock (stale?): never scanned", t->devnode);
+                log_msg("%s: whole disk with a partition table carries a btrfs superblock (stale?): never scanned",
+                        t->devnode);
                 break;
         case BSG_REASON_SAME_STORAGE:
                 log_msg("%s: the same storage as another device (loop backing file, WWN or serial): never scanned",

@@ -3902,13 +3902,13 @@ static void story_step(Fixture *f, Story *story, const DevSpec *s, const char *a
         run_clear(&r);
 }
 
-/* A whole disk with a stale btrfs superblock and a partition (docs/SECURITY.md row 3b), decided
- * after `boot` by events of other devices: whether the whole disk was read in this run or is known
- * from its record, it is `skip partitioned-disk`, never registered. (An event that decided the whole
- * set from the records took the disk for unique and scanned it.) */
+/* A whole disk with a stale btrfs superblock beside a GPT, and a partition (docs/SECURITY.md row 3b),
+ * decided after `boot` by events of other devices: whether the whole disk was read in this run or is
+ * known from its record, it is `skip partitioned-disk`, never registered. (An event that decided the
+ * whole set from the records took the disk for unique and scanned it.) */
 static void test_partitioned_disk_from_record(Fixture *f, gconstpointer data)
 {
-        static const DevSpec whole = {.node = "sdb", .image = "home"};
+        static const DevSpec whole = {.node = "sdb", .image = "home-gpt"};
         static const DevSpec part = {.node = "sdb1", .disk = "sdb", .partn = 1, .partlabel = "data"};
         static const DevSpec other = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "var", .partlabel = "var-A"};
         Story story = {g_ptr_array_new_with_free_func(g_free)};
@@ -3935,6 +3935,130 @@ static void test_partitioned_disk_from_record(Fixture *f, gconstpointer data)
                 g_assert_nonnull(strstr(k, "skip_scan {/dev/sdb}"));
         }
         g_ptr_array_unref(story.steps);
+}
+
+/* Whether the comma-separated LIST has ITEM. */
+static gboolean csv_has(const char *list, const char *item)
+{
+        g_auto(GStrv) items = g_strsplit(list ? list : "", ",", -1);
+        return g_strv_contains((const char *const *)items, item);
+}
+
+/* The story of a whole disk sdb: `boot`, then change events of another device, of the partition (if
+ * any), of the disk itself, of the other device again. */
+static Story whole_disk_story(Fixture *f, const DevSpec *whole, const DevSpec *part)
+{
+        static const DevSpec other = {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "var", .partlabel = "var-A"};
+        Story story = {g_ptr_array_new_with_free_func(g_free)};
+
+        set_cmdline(f, STEAMOS_CMDLINE);
+        world_add(f, whole);
+        if (part)
+                world_add(f, part);
+        world_add(f, &other);
+        run_boot(f);
+        g_autofree char *reg = registry_string();
+        g_autofree char *skip = skip_scan_contents();
+        g_ptr_array_add(story.steps, g_strdup_printf("boot:\nregistry {%s} skip_scan {%s}", reg, skip));
+        story_step(f, &story, &other, "change");
+        if (part)
+                story_step(f, &story, part, "change");
+        story_step(f, &story, whole, "change");
+        story_step(f, &story, &other, "change");
+        return story;
+}
+
+/* The registry and skip_scan of a story step ("... registry {A,B} skip_scan {C}"). */
+static void step_lists(const char *step, char **ret_registry, char **ret_skip)
+{
+        const char *r = strstr(step, "registry {"), *k = strstr(step, "skip_scan {");
+        g_assert_nonnull(r);
+        g_assert_nonnull(k);
+        r += strlen("registry {");
+        k += strlen("skip_scan {");
+        *ret_registry = g_strndup(r, strcspn(r, "}"));
+        *ret_skip = g_strndup(k, strcspn(k, "}"));
+}
+
+/* A disk formatted whole (mkfs.btrfs zeroes its first 2 MiB, partition table included) while the
+ * kernel still has a partition of it from the table it read before (the re-read fails while the disk
+ * is busy, and udevd's after the writer closed it may not come): the superblock is the disk's
+ * filesystem, scanned as any lone btrfs is, after `boot` and by every event, never listed. The
+ * kernel's partitions once made it `skip partitioned-disk`: systemd's btrfs storage test's raid10,
+ * made on disks its previous step had partitioned, did not assemble. */
+static void test_formatted_whole_stale_partition(Fixture *f, gconstpointer data)
+{
+        static const DevSpec whole = {.node = "sdb", .image = "home"};
+        static const DevSpec part = {.node = "sdb1", .disk = "sdb", .partn = 1, .partlabel = "data"};
+        Story story = whole_disk_story(f, &whole, &part);
+
+        for (guint i = 0; i < story.steps->len; i++) {
+                const char *k = story.steps->pdata[i];
+                g_autofree char *reg = NULL, *skip = NULL;
+                step_lists(k, &reg, &skip);
+                if (!csv_has(reg, "/dev/sdb") || csv_has(skip, "/dev/sdb") || strstr(k, "partitioned-disk"))
+                        g_test_message("step %u:\n%s", i, k);
+                g_assert_true(csv_has(reg, "/dev/sdb"));
+                g_assert_false(csv_has(skip, "/dev/sdb"));
+                g_assert_null(strstr(k, "partitioned-disk"));
+        }
+        g_ptr_array_unref(story.steps);
+}
+
+/* A disk formatted whole, then given a partition table the kernel has not read yet (no partition of
+ * it in sysfs: the table written while the disk was busy): the superblock beside the table is older
+ * than the table, `skip partitioned-disk` from `boot` on, never registered, always listed. Decided by
+ * the kernel's partitions, it was a lone btrfs, scanned. */
+static void test_table_not_yet_read(Fixture *f, gconstpointer data)
+{
+        static const DevSpec whole = {.node = "sdb", .image = "home-gpt"};
+        Story story = whole_disk_story(f, &whole, NULL);
+
+        for (guint i = 0; i < story.steps->len; i++) {
+                const char *k = story.steps->pdata[i];
+                g_autofree char *reg = NULL, *skip = NULL;
+                step_lists(k, &reg, &skip);
+                if (csv_has(reg, "/dev/sdb") || !csv_has(skip, "/dev/sdb"))
+                        g_test_message("step %u:\n%s", i, k);
+                g_assert_false(csv_has(reg, "/dev/sdb"));
+                g_assert_true(csv_has(skip, "/dev/sdb"));
+        }
+        /* the disk's own event says why */
+        const char *own = NULL;
+        for (guint i = 0; i < story.steps->len && !own; i++)
+                if (g_str_has_prefix(story.steps->pdata[i], "change sdb:"))
+                        own = story.steps->pdata[i];
+        g_assert_nonnull(own);
+        g_assert_nonnull(strstr(own, "BTRFS_SCAN_GATE_REASON=partitioned-disk"));
+        g_ptr_array_unref(story.steps);
+}
+
+/* A btrfs whole disk registered by `boot`, then mounted (the kernel writes a new generation: no
+ * event), then forgotten (`btrfs device scan --forget`): its `add` event registers it again. Decided
+ * from its record (generation of the boot's read) without a read, the check after DEVICES_READY saw
+ * another generation than the one decided and took the registration back: a raid10 of systemd's
+ * btrfs storage test stayed unregistered after `udevadm trigger --action=add`. */
+static void test_add_after_mount(Fixture *f, gconstpointer data)
+{
+        static const DevSpec disk = {.node = "sdb", .image = "home"};
+        Run r;
+
+        world_add(f, &disk);
+        run_boot(f);
+        assert_registry("/dev/sdb");
+        g_autofree char *file = g_strdup_printf("%s/home-newer.img", fixtures_dir);
+        g_autofree char *bytes = NULL;
+        gsize len;
+        g_assert_true(g_file_get_contents(file, &bytes, &len, NULL));
+        make_node("/dev/sdb", bytes, len, FAKE_MAJOR_BASE + disk_index("sdb"), 0, TRUE);
+        kernel_reset();
+        world_uevent(f, &disk, "add");
+        run_udev_action(f, &disk, "add", NULL, &r);
+        if (g_strcmp0(kv(&r, "BTRFS_SCAN_GATE_DECISION"), "scan") != 0)
+                g_test_message("add: %s", r.out);
+        assert_kv(&r, "DECISION", "scan");
+        run_clear(&r);
+        assert_registry("/dev/sdb");
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -4212,6 +4336,9 @@ int main(int argc, char **argv)
         add("/helper/input/path-with-comma", test_bad_path);
         add("/helper/input/zoned", test_zoned);
         add("/helper/input/partitioned-disk-from-record", test_partitioned_disk_from_record);
+        add("/helper/input/formatted-whole-stale-partition", test_formatted_whole_stale_partition);
+        add("/helper/input/table-not-yet-read", test_table_not_yet_read);
+        add("/helper/input/add-after-mount", test_add_after_mount);
         add("/helper/input/encoded-label", test_encoded_label);
         add("/helper/input/usage", test_usage);
         add("/helper/mode/dry-run", test_dry_run);

@@ -436,6 +436,7 @@ sys_btrfs_basic() {
         mounts_rw /dev/disk/by-uuid/${uuidp}1 /mnt/b
     must udevadm lock --device=$D0 wipefs -a -f $D0 >/tmp/wipefs.log 2>&1
     must udevadm wait --settle --timeout=30 --removed ${P}1 ${P}2 ${P}3 ${P}4
+    log "after wipefs: kernel partitions of $S0: $(ls /sys/block/${S0#/dev/} | grep "^${S0#/dev/}" | tr '\n' ' ')"
     step_end
 
     step_begin 3-disks-raid10-mixed
@@ -443,7 +444,20 @@ sys_btrfs_basic() {
         mkfs.btrfs -f -M -d raid10 -m raid10 -L btrfs_mdisk -U ${uuidp}2 $D0 $D1 $D2 $D3 >/tmp/mkfs.log 2>&1
     expect "raid10: by-uuid and by-label links appear" \
         udevadm wait --settle --timeout=30 /dev/disk/by-uuid/${uuidp}2 /dev/disk/by-label/btrfs_mdisk
+    log "raid10: links $(ls -l /dev/disk/by-uuid/${uuidp}2 /dev/disk/by-label/btrfs_mdisk 2>&1 | tr '\n' ' ')"
+    read -r t0 _ </proc/uptime
+    udevadm settle --timeout=120
+    read -r t1 _ </proc/uptime
+    log "raid10: udev settled $t1 (waited from $t0)"
     for s in $S0 $S1 $S2 $S3; do expect "raid10: $s SYSTEMD_READY is not 0" not_ready_0 $s; done
+    # the state the gate decided in: the partitions the kernel still has of $S0 (step 2 partitioned
+    # it), the table udev's blkid found on the disk's own bytes, the verdict
+    for s in $S0 $S1 $S2 $S3; do
+        sys_props $s
+        log "raid10: $s: kernel partitions: $(ls /sys/block/${s#/dev/} | grep "^${s#/dev/}" | tr '\n' ' ')" \
+            "table: $(udevadm info -q property -n $s | sed -n 's/^ID_PART_TABLE_TYPE=//p')" \
+            "gate: $P_BTRFS_SCAN_GATE_DECISION $P_BTRFS_SCAN_GATE_REASON registered: $(sys_registered_unlisted $s)"
+    done
     mkdir -p /mnt/r10
     if mount -t btrfs /dev/disk/by-uuid/${uuidp}2 /mnt/r10 >/tmp/mount.log 2>&1; then
         good "raid10: mount /dev/disk/by-uuid/${uuidp}2 (all four registered)"

@@ -3,7 +3,8 @@
 # Patched 6.1: -o virtual_fsid is refused, with EINVAL and its log line, for both devices of an
 # interrupted device replace: the target, whose superblock carries devid 0 ("target of an
 # unfinished device replace", one BTRFS line), and the source, whose dev_replace item is still
-# STARTED ("a device replace is not finished, mount without it"). The interruption is a power
+# STARTED ("a device replace is not finished, mount without it"), with and without degraded
+# (which lets stock 6.1 mount without the target). The interruption is a power
 # cut made as fstests makes one: vda and vdb under dm-flakey, the replace running (QEMU throttles
 # vdb's writes, so the copy lasts), then both tables switched to drop_writes; the replace goes on
 # in memory, nothing more reaches the disks. Controls: without the option vda mounts and the
@@ -71,7 +72,22 @@ n=$(grep -c 'BTRFS error: virtual_fsid refused for /dev/vdb: target of an unfini
 n=$(grep -c BTRFS /tmp/new)
 [ "$n" -eq 1 ] || fail "vdb: $n BTRFS lines in the kernel log, expected the one refusal line"
 
-log "virtual_fsid on the replace source /dev/vda (replace item not finished)"
+log "virtual_fsid,degraded on the replace source /dev/vda (replace item not finished)"
+# with degraded, stock 6.1 lets a mount go on without the replace target (the check that it is
+# missing is skipped): still refused
+mark
+if mount -t btrfs -o virtual_fsid,degraded /dev/vda /m 2>/tmp/err; then
+	umount /m
+	fail "mount -o virtual_fsid,degraded /dev/vda (source of an unfinished replace) succeeded"
+fi
+cat /tmp/err
+since >/tmp/new
+cat /tmp/new
+n=$(grep -c 'virtual_fsid refused: a device replace is not finished, mount without it$' /tmp/new)
+[ "$n" -eq 1 ] || fail "vda, degraded: $n 'device replace is not finished' lines, expected 1"
+grep -q " /m " /proc/self/mounts && fail "/dev/vda mounted on /m after a refusal"
+
+log "virtual_fsid on the replace source /dev/vda (replace item not finished), without degraded"
 mark
 if mount -t btrfs -o virtual_fsid /dev/vda /m 2>/tmp/err; then
 	umount /m

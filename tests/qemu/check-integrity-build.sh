@@ -8,8 +8,10 @@
 #      btrfs_ondisk_fsid() stays a function of its own, calls btrfs_ondisk_fsid() from
 #      btrfsic_test_for_metadata(), the tree-block fsid check;
 #   3. the same object compiled from the unpatched source (kbuild's recorded command for the
-#      patched object, run on the unpatched file) has no such call: the proof can fail.
-# Proof from the compiler's output, not from reading the source. Exit 0 all three, 1 otherwise.
+#      patched object, run on the unpatched file) has no such call: the proof can fail;
+#   4. that module boots in Debian's 6.1 guest and runs check-integrity-case.sh: -o check_int on a
+#      plain mount and on a virtual_fsid mount of its clone, writes, unmounts, a clean kernel log.
+# Proof from the compiler's output and a boot, not from reading the source. Exit 0 all four, 1 otherwise.
 # A pass depends only on the series, the source, the headers and this script: it is kept as
 # $BSG_CACHE/check-integrity-<hash of them>.log and shown again instead of building (a failure is
 # never kept).
@@ -24,7 +26,7 @@ qemu_kernel 6.1 || { echo "check-integrity: prerequisite missing: the 6.1 kernel
 kdir=/usr/src/linux-headers-$ABI
 [ -d "$kdir" ] || { echo "check-integrity: prerequisite missing: $kdir (run tests/qemu/setup.sh)" >&2; exit 77; }
 cache=${BSG_CACHE:-/var/cache/btrfs-scan-gate}
-key=$( { qemu_series_hash; echo "$SRCVER $ABI"; cat "$0"; } | sha256sum | cut -c1-16)
+key=$( { qemu_series_hash; echo "$SRCVER $ABI"; cat "$0" "$here/check-integrity-case.sh"; } | sha256sum | cut -c1-16)
 passed=$cache/check-integrity-$key.log
 if [ -s "$passed" ]; then
     cat "$passed"
@@ -93,6 +95,19 @@ fi
 if printf '%s\n' $sc | grep -qx btrfs_ondisk_fsid; then
     echo "check-integrity: FAIL: the stock object calls btrfs_ondisk_fsid() too: the proof proves nothing"
     fail=1
+fi
+# 4. the module in the guest (only a module that passed 1 to 3)
+if [ "$fail" = 0 ]; then
+    t0=$(date +%s)
+    if BSG_BTRFS_KO=$work/patched/fs/btrfs/btrfs.ko "$here/run-case.sh" "$here/check-integrity-case.sh" \
+        "$work/boot" >"$work/boot.log" 2>&1; then
+        grep -a '^guest: ' "$work/boot/console.log" || true
+        echo "check-integrity: ok: the module loads in Debian's 6.1 guest; check_int on a plain and a virtual_fsid mount, kernel log clean ($(( $(date +%s) - t0 )) s)"
+    else
+        tail -n 60 "$work/boot.log"
+        echo "check-integrity: FAIL: check-integrity-case.sh in the guest (see $work/boot.log)"
+        fail=1
+    fi
 fi
 exec >&3 3>&-
 wait "$teepid" || true

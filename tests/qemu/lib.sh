@@ -181,6 +181,7 @@ qemu_module_order() {
 
 qemu_make_disks() {
     local layout=$1 d=$2 size=256M i
+    local -a drive_opts=()   # more -drive options of a virtio disk, by index (throttling)
     # _qemu_sb_edit IMG OFFSET [fsid=UUID] [flags_or=N] [gen_add=N] [u64=OFF:N] [u64_or=OFF:N]
     # [uuid=OFF:UUID]: edit the btrfs superblock copy at OFFSET of IMG (fsid at 0x20, flags at
     # 0x38, generation at 0x48, all little endian; u64/u64_or/uuid write at byte OFF of the
@@ -249,6 +250,18 @@ qemu_make_disks() {
         truncate -s $size "$d/disk0.img"
         mkfs.btrfs -q -f -L single -U $QEMU_FSID "$d/disk0.img"
         serials=(single)
+        ;;
+    replace)
+        # An interrupted device replace, made in the guest: vda a single-device filesystem (fsid
+        # QEMU_FSID) holding 24 MiB of file data (mkfs --rootdir), vdb a blank target whose
+        # writes QEMU throttles to 1 MiB/s, so the copy runs for about half a minute.
+        truncate -s $size "$d/disk0.img" "$d/disk1.img"
+        mkdir -p "$d/root"
+        head -c $((24 << 20)) /dev/urandom >"$d/root/data"
+        mkfs.btrfs -q -f -L replace -U $QEMU_FSID --rootdir "$d/root" "$d/disk0.img"
+        rm -rf "$d/root"
+        serials=(replace-src replace-tgt)
+        drive_opts=([1]=,throttling.bps-write=1048576)
         ;;
     refusals)
         # What virtual_fsid must refuse, one filesystem per disk, each with its own fsid:
@@ -511,8 +524,8 @@ qemu_make_disks() {
                 "$d/disk$i.img" "$i" "$i" $((i - sata_from)) "${serials[$i]}" >>"$d/disks.args"
             continue
         fi
-        printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d\n-device\nvirtio-blk-pci,drive=d%d,serial=%s\n' \
-            "$d/disk$i.img" "$i" "$i" "${serials[$i]}" >>"$d/disks.args"
+        printf -- '-drive\nfile=%s,format=raw,if=none,id=d%d%s\n-device\nvirtio-blk-pci,drive=d%d,serial=%s\n' \
+            "$d/disk$i.img" "$i" "${drive_opts[$i]:-}" "$i" "${serials[$i]}" >>"$d/disks.args"
         nvirtio=$((nvirtio + 1))
     done
     echo "$nvirtio" >"$d/disks.count"

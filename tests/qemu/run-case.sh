@@ -3,7 +3,8 @@
 # disks, runs the case in the guest and exits with the case's exit status (124: no verdict before
 # the timeout, 125: kernel panic). The console goes to WORKDIR/console.log.
 # Header: "# qemu-case: kernel=6.1|6.12 module=stock|patched disks=clone2|raid1clone|single|none
-#          [timeout=SECONDS] [modparams='skip_scan=/dev/vdb'] [append='...']"
+#          [timeout=SECONDS] [modparams='skip_scan=/dev/vdb'] [append='...'] [kmods='dm-mod ...']
+#          [bins='dmsetup ...'] (host programs copied into the guest with their libraries)"
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -29,6 +30,10 @@ kernel=6.1 module=stock disks=clone2 timeout=300 modparams= append=
 eval "$(printf '%s\n' $header | grep -E '^(kernel|module|disks|timeout)=' || true)"
 modparams=$(sed -n "s/^# qemu-case:.*modparams='\([^']*\)'.*/\1/p" "$case_file" | head -n 1)
 append=$(sed -n "s/^# qemu-case:.*append='\([^']*\)'.*/\1/p" "$case_file" | head -n 1)
+for b in $(sed -n "s/^# qemu-case:.*bins='\([^']*\)'.*/\1/p" "$case_file" | head -n 1); do
+    p=$(command -v "$b") || prereq_missing "$b"
+    QEMU_EXTRA_BINS="${QEMU_EXTRA_BINS:-} $p"
+done
 
 qemu_kernel "$kernel" || prereq_missing "kernel $kernel (run tests/qemu/setup.sh)"
 ko=$(qemu_btrfs_ko "$module") && [ -n "$ko" ] ||

@@ -10,7 +10,8 @@
 # mount registers vdc with one fsid and open_ctree() reads the other. The error must then print
 # "<fsid read> != <the other on-disk fsid>", never the random in-memory fsid. (Which on-disk fsid
 # the instance was registered under is not tied to the last "uses virtual fsid" line: one attempt
-# can scan vdc twice while the swap runs; a CI run saw the two disagree.)
+# can scan vdc twice while the swap runs; a CI run saw the two disagree.) The "first mount" and
+# "last unmount" lines of the virtual_fsid mount both name the on-disk fsid.
 . /lib/guest-lib.sh
 fsid=5c1a6e2f-0d3b-4c1e-9a7f-b7f5c0de0a01
 bad=5c1a6e2f-0d3b-4c1e-9a7f-0bad0bad0bad
@@ -51,6 +52,12 @@ grep ' /b ' /proc/self/mounts | grep -q virtual_fsid || fail "/proc/self/mounts 
 if grep ' /a ' /proc/self/mounts | grep -q virtual_fsid; then fail "/a shows virtual_fsid"; fi
 must umount /b
 [ ! -e $S/$v ] || fail "$S/$v left behind after umount"
+# the mount's "first mount" line and the unmount's "last unmount" line name one fsid, the on-disk one
+first=$(since | sed -n 's/.*BTRFS info (device vdb): first mount of filesystem \([0-9a-f-]*\)$/\1/p')
+last=$(since | sed -n 's/.*BTRFS info (device vdb): last unmount of filesystem \([0-9a-f-]*\)$/\1/p')
+log "vdb: first mount of '$first', last unmount of '$last'"
+[ "$first" = $fsid ] || fail "the first-mount line of vdb names '$first', expected the on-disk $fsid"
+[ "$last" = "$first" ] || fail "the last-unmount line of vdb names '$last', the first-mount line '$first'"
 must umount /a
 must btrfs device scan --forget
 

@@ -303,29 +303,3 @@ void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_rea
         if (ret_ready)
                 *ret_ready = ready;
 }
-
-int write_modprobe(const char *path, const char *list)
-{
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s.tmp", path) < 0)
-                return -ENOMEM;
-        FILE *f = fopen(tmp, "we");
-        if (!f)
-                return -errno;
-        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
-        fprintf(f, "options btrfs skip_scan=%s\n", list);
-        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
-        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
-                int r = -errno ?: -EIO;
-                fclose(f);
-                unlink(tmp);
-                return r;
-        }
-        fclose(f);
-        if (rename(tmp, path) < 0) {
-                int r = -errno;
-                unlink(tmp);
-                return r;
-        }
-        return 0;
-}

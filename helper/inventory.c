@@ -271,6 +271,19 @@ static bool remove_concerns_nobody(const struct bsg_dev *d, const char *text)
         return access(marker, F_OK) < 0 && errno == ENOENT;
 }
 
+/* Every block device into c->devs. */
+static void enumerate_all(struct ctx *c)
+{
+        int r = bsg_devs_enumerate(&c->devs);
+        if (r < 0) {
+                /* a twin may be among the devices not enumerated: nothing can be unique */
+                log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
+                add_error(c, "enumerate-failed");
+                c->devs = (struct bsg_devs){0};
+                c->doubt_all = true;
+        }
+}
+
 /* The event's device: read it (unless its entry is current, or it is gone), lock, merge. */
 static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
@@ -284,14 +297,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         if (full) {
                 /* no inventory yet (no `boot` ran): this event makes it, reading every device once, so
                  * that a twin is known before its own event arrives */
-                r = bsg_devs_enumerate(&c->devs);
-                if (r < 0) {
-                        /* a twin may be among the devices not enumerated: nothing can be unique */
-                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
-                        add_error(c, "enumerate-failed");
-                        c->devs = (struct bsg_devs){0};
-                        c->doubt_all = true;
-                }
+                enumerate_all(c);
                 r = bsg_devs_find_or_add(&c->devs, c->devnode);
                 mark_table_probes(c);
         } else
@@ -382,13 +388,7 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         int r, lock_fd = -1;
 
         if (c->verb != VERB_RECONCILE) {
-                r = bsg_devs_enumerate(&c->devs);
-                if (r < 0) {
-                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
-                        add_error(c, "enumerate-failed");
-                        c->devs = (struct bsg_devs){0};
-                        c->doubt_all = true;
-                }
+                enumerate_all(c);
                 mark_table_probes(c);
                 r = bsg_devs_read_all(&c->devs, SIZE_MAX, c->read_deadline);
                 if (r < 0) {
@@ -417,15 +417,21 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         return 0;
 }
 
-int gather_trust(struct ctx *c)
+/* What the system says, once per run, before any device is looked at. */
+static void load_inputs(struct ctx *c)
 {
-        int r;
-
         load_config(c);
         load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
         load_reserved_names(c);
+}
+
+int gather_trust(struct ctx *c)
+{
+        int r;
+
+        load_inputs(c);
         r = bsg_devs_add_event(&c->devs, c->devnode);
         if (r < 0)
                 return r;
@@ -447,11 +453,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         ssize_t target = -1;
         int r, lock_fd = -1;
 
-        load_config(c);
-        load_trusted_disks(c);
-        load_kernel_state(c);
-        load_platform_slots(c);
-        load_reserved_names(c);
+        load_inputs(c);
         if (c->verb == VERB_UDEV)
                 r = gather_event(c, &target, &lock_fd);
         else

@@ -459,7 +459,8 @@ int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, co
         if (!f)
                 return -errno;
         fill(f, data);
-        if (fflush(f) != 0 || ferror(f)) {
+        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
+        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
                 r = -errno ?: -EIO;
                 fclose(f);
                 unlink(tmp);

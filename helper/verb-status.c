@@ -112,7 +112,7 @@ int run_status(struct ctx *c)
         if (bsg_kernels_list(&kernels, &n_kernels) < 0)
                 n_kernels = 0; /* out of memory: the list is left out, nothing else */
         struct bsg_protection prot;
-        protection_check(c, list, have_current ? current : NULL, true, &prot);
+        protection_check(c, list, true, &prot);
         bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {

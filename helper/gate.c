@@ -52,20 +52,10 @@ void log_decision(const struct ctx *c, const struct entry *e)
                                bsg_reason_name(e->v.reason), e->pd.state == BSG_DEV_BTRFS ? fsid : NULL, trust);
 }
 
-/* Whether the comma-separated LIST holds TOKEN as a whole entry. */
-static bool has_token(const char *list, const char *token)
-{
-        size_t l = strlen(token);
-        for (const char *p = list; (p = strstr(p, token)); p++)
-                if ((p == list || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
-                        return true;
-        return false;
-}
-
 void add_token(char *buf, size_t size, const char *token)
 {
         size_t l = strlen(buf);
-        if (has_token(buf, token) || l + strlen(token) + 2 > size)
+        if (list_has(buf, token, strlen(token)) || l + strlen(token) + 2 > size)
                 return;
         snprintf(buf + l, size - l, "%s%s", l ? "," : "", token);
 }
@@ -92,7 +82,7 @@ void add_error(struct ctx *c, const char *token)
 
 bool ctx_has_error(const struct ctx *c, const char *token)
 {
-        return has_token(c->errors, token);
+        return list_has(c->errors, token, strlen(token));
 }
 
 bool config_has_errors(const struct ctx *c)

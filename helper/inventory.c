@@ -217,6 +217,28 @@ static void log_reads(struct ctx *c)
         }
 }
 
+/* Reads the superblocks (FIRST's first; SIZE_MAX: none first), then what else the devices are known
+ * by: partition tables, udev's database (with ALL_PROPS the labels and bus of the btrfs devices, and
+ * of every device when root= names a partition by PARTUUID, which only the database knows; else only
+ * the label of FIRST when it is a btrfs partition without one), storage ids and class. */
+static void read_devices(struct ctx *c, size_t first, bool all_props)
+{
+        int r = bsg_devs_read_all(&c->devs, first, c->read_deadline);
+        if (r < 0) {
+                log_msg("cannot read superblocks: %s", strerror(-r));
+                add_error(c, "read-failed");
+        }
+        bsg_devs_add_table_partuuids(&c->devs);
+        const struct bsg_dev *d = first < c->devs.n ? &c->devs.v[first] : NULL;
+        if (all_props)
+                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
+        else if (d && d->parse_result == 0 && d->partition && !d->partlabel)
+                bsg_devs_add_udev_properties(&c->devs, false);
+        bsg_devs_add_storage_ids(&c->devs);
+        bsg_devs_set_class(&c->devs);
+        log_reads(c);
+}
+
 static int take_lock(struct ctx *c)
 {
         c->lock_deadline = bsg_now_usec() + (uint64_t)(c->lock_timeout * 1e6);
@@ -329,20 +351,8 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                 add_unseen(c, text, devnum);
                 d = &c->devs.v[target]; /* the array may have moved */
         }
-        r = bsg_devs_read_all(&c->devs, (size_t)target, c->read_deadline);
-        if (r < 0) {
-                log_msg("cannot read the superblock: %s", strerror(-r));
-                add_error(c, "read-failed");
-        }
-        bsg_devs_add_table_partuuids(&c->devs);
-        if (full)
-                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
-        else if (d->parse_result == 0 && d->partition && !d->partlabel)
-                bsg_devs_add_udev_properties(&c->devs, false);
-        bsg_devs_add_storage_ids(&c->devs);
-        bsg_devs_set_class(&c->devs);
+        read_devices(c, (size_t)target, full);
         d = &c->devs.v[target];
-        log_reads(c);
         if (!c->dry_run)
                 lock_fd = take_lock(c);
         load_inventory(c, lock_fd >= 0);
@@ -390,18 +400,7 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         if (c->verb != VERB_RECONCILE) {
                 enumerate_all(c);
                 mark_table_probes(c);
-                r = bsg_devs_read_all(&c->devs, SIZE_MAX, c->read_deadline);
-                if (r < 0) {
-                        log_msg("cannot read superblocks: %s", strerror(-r));
-                        add_error(c, "read-failed");
-                }
-                bsg_devs_add_table_partuuids(&c->devs);
-                /* labels and bus of the btrfs devices from the udev database; of every device when
-                 * root= names a partition by PARTUUID, which only the database knows */
-                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
-                bsg_devs_add_storage_ids(&c->devs);
-                bsg_devs_set_class(&c->devs);
-                log_reads(c);
+                read_devices(c, SIZE_MAX, true);
         }
         if (!c->dry_run && c->verb != VERB_STATUS)
                 lock_fd = take_lock(c);

@@ -82,18 +82,30 @@ static void say_untrusted_fixed_disks(const struct ctx *c)
                         "/etc/btrfs-scan-gate.conf, and the initramfs's copy): %s", n, msg);
 }
 
-static void fill_modprobe(FILE *f, const void *list)
-{
-        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
-        fprintf(f, "options btrfs skip_scan=%s\n", (const char *)list);
-}
-
 static int write_modprobe(const char *path, const char *list)
 {
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp", path) < 0)
                 return -ENOMEM;
-        return bsg_write_atomic(path, tmp, fill_modprobe, list);
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
+        fprintf(f, "options btrfs skip_scan=%s\n", list);
+        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
+        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+                int r = -errno ?: -EIO;
+                fclose(f);
+                unlink(tmp);
+                return r;
+        }
+        fclose(f);
+        if (rename(tmp, path) < 0) {
+                int r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        return 0;
 }
 
 int run_boot(struct ctx *c)

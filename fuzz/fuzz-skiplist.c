@@ -24,7 +24,7 @@ static char *roundtrip(const char *text, size_t *ret_rejected, size_t *ret_dropp
         for (int i = 0; i < n; i++)
                 CHECK(paths[i] && paths[i][0] && !strchr(paths[i], ',') && !strchr(paths[i], '\n'));
         CHECK(paths[n] == NULL);
-        int r = bsg_skiplist_format((const char *const *)paths, (size_t)n, &list, ret_rejected, ret_dropped);
+        int r = bsg_skiplist_format((const char *const *)paths, NULL, (size_t)n, &list, ret_rejected, ret_dropped);
         CHECK(r == 0 || r == -E2BIG);
         CHECK(list);
         bsg_strv_free(paths);

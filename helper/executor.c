@@ -31,16 +31,6 @@ static void set_registered(struct ctx *c, struct entry *e, bool registered)
         set_registered_pending(c, e, registered, false);
 }
 
-/* Whether NAME is one of the comma-separated entries of LIST. */
-static bool list_has(const char *list, const char *name)
-{
-        size_t l = strlen(name);
-        for (const char *s = list; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
-                if (!strncmp(s, name, l) && (s[l] == ',' || s[l] == '\0'))
-                        return true;
-        return false;
-}
-
 /* Says that P's skip list was cut at the kernel's limit, and which devices it left out: they are
  * still never scanned by this helper, but another scanner (btrfs device scan, a mount's device=)
  * could register them. */
@@ -54,8 +44,9 @@ void log_truncated_skip_list(const struct ctx *c, const struct plan *p)
         for (size_t i = 0; i < c->n; i++) {
                 const struct entry *e = &c->e[i];
                 char star[BSG_PATH_NAME_MAX + 2];
-                if (e->v.decision != BSG_SKIP || !e->pd.path_ok || list_has(p->skip_list, e->devnode) ||
-                    (plan_starred_disk(e, star, sizeof(star)) && list_has(p->skip_list, star)))
+                if (e->v.decision != BSG_SKIP || !e->pd.path_ok ||
+                    list_has(p->skip_list, e->devnode, strlen(e->devnode)) ||
+                    (plan_starred_disk(e, star, sizeof(star)) && list_has(p->skip_list, star, strlen(star))))
                         continue;
                 if (strlen(names) + strlen(e->devnode) + 2 < sizeof(names)) {
                         add_token(names, sizeof(names), e->devnode);
@@ -87,7 +78,7 @@ static char *keep_current(const char *list)
         memcpy(out, list, l + 1);
         for (char *s = cur, *tok; (tok = strsep(&s, ","));) {
                 size_t t = strlen(tok);
-                if (!t || list_has(out, tok) || l + (l > 0) + t > BSG_SKIPLIST_MAX)
+                if (!t || list_has(out, tok, t) || l + (l > 0) + t > BSG_SKIPLIST_MAX)
                         continue;
                 if (l)
                         out[l++] = ',';
@@ -302,30 +293,4 @@ void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_rea
         }
         if (ret_ready)
                 *ret_ready = ready;
-}
-
-int write_modprobe(const char *path, const char *list)
-{
-        _cleanup_free_ char *tmp = NULL;
-        if (asprintf(&tmp, "%s.tmp", path) < 0)
-                return -ENOMEM;
-        FILE *f = fopen(tmp, "we");
-        if (!f)
-                return -errno;
-        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
-        fprintf(f, "options btrfs skip_scan=%s\n", list);
-        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
-        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
-                int r = -errno ?: -EIO;
-                fclose(f);
-                unlink(tmp);
-                return r;
-        }
-        fclose(f);
-        if (rename(tmp, path) < 0) {
-                int r = -errno;
-                unlink(tmp);
-                return r;
-        }
-        return 0;
 }

@@ -55,11 +55,7 @@ void log_decision(const struct ctx *c, const struct entry *e)
 void add_token(char *buf, size_t size, const char *token)
 {
         size_t l = strlen(buf);
-        /* no duplicates */
-        for (const char *p = buf; (p = strstr(p, token)); p++)
-                if ((p == buf || p[-1] == ',') && (p[strlen(token)] == ',' || p[strlen(token)] == '\0'))
-                        return;
-        if (l + strlen(token) + 2 > size)
+        if (list_has(buf, token, strlen(token)) || l + strlen(token) + 2 > size)
                 return;
         snprintf(buf + l, size - l, "%s%s", l ? "," : "", token);
 }
@@ -86,11 +82,7 @@ void add_error(struct ctx *c, const char *token)
 
 bool ctx_has_error(const struct ctx *c, const char *token)
 {
-        size_t l = strlen(token);
-        for (const char *p = c->errors; (p = strstr(p, token)); p++)
-                if ((p == c->errors || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
-                        return true;
-        return false;
+        return list_has(c->errors, token, strlen(token));
 }
 
 bool config_has_errors(const struct ctx *c)

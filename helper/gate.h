@@ -258,9 +258,11 @@ void log_truncated_skip_list(const struct ctx *c, const struct plan *p);
  * the skip list is written (said in c->errors). *ret_ready is the answer of PLAN_READY (-1 when there
  * was none). */
 void execute_plan(struct ctx *c, const struct plan *p, int lock_fd, int *ret_ready);
-int write_modprobe(const char *path, const char *list);
 
 /* the verbs */
+/* boot and reconcile: gather, plan for MODE, and in a dry or verbose run print each decision. *ret_lock_fd
+ * is the lock's fd or -1. Returns 0 or -errno (said). */
+int gather_plan(struct ctx *c, enum plan_mode mode, int *ret_lock_fd, struct plan *ret_plan);
 int run_udev(struct ctx *c);
 int run_boot(struct ctx *c);
 int run_status(struct ctx *c);

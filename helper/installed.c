@@ -136,9 +136,9 @@ int bsg_kernels_list(struct bsg_kernel **ret_v, size_t *ret_n)
         return 0;
 }
 
-void protection_check(const struct ctx *c, const char *computed, const char *current, bool check_list,
-                      struct bsg_protection *ret)
+void protection_check(const struct ctx *c, const char *computed, bool check_list, struct bsg_protection *ret)
 {
+        _cleanup_free_ char *current = NULL;
         struct bsg_kernel *k = NULL;
         size_t n = 0;
         char first[256];
@@ -171,6 +171,7 @@ void protection_check(const struct ctx *c, const char *computed, const char *cur
                 in.dkms_source = g.gl_pathv[0];
         }
         if (check_list && c->caps.skip_scan) {
+                (void)bsg_skip_scan_read(&current);
                 in.n_missing = bsg_skip_list_missing(computed, current, first, sizeof(first));
                 in.first_missing = first;
         }

@@ -24,8 +24,7 @@ int bsg_kernels_list(struct bsg_kernel **ret_v, size_t *ret_n);
 void bsg_kernels_free(struct bsg_kernel *v, size_t n);
 bool bsg_kernel_module_patched(const char *btrfs_module);
 
-/* The verdict for this system. COMPUTED is the decided skip list; CURRENT the kernel's (NULL: not
- * read). With CHECK_LIST the kernel's list must hold every name of COMPUTED (boot and reconcile after
- * writing it, status); without (a dry run), only the module is judged. */
-void protection_check(const struct ctx *c, const char *computed, const char *current, bool check_list,
-                      struct bsg_protection *ret);
+/* The verdict for this system. COMPUTED is the decided skip list. With CHECK_LIST the kernel's list
+ * (read here) must hold every name of COMPUTED (boot and reconcile after writing it, status); without
+ * (a dry run), only the module is judged. */
+void protection_check(const struct ctx *c, const char *computed, bool check_list, struct bsg_protection *ret);

@@ -220,6 +220,28 @@ static void log_reads(struct ctx *c)
         }
 }
 
+/* Reads the superblocks (FIRST's first; SIZE_MAX: none first), then what else the devices are known
+ * by: partition tables, udev's database (with ALL_PROPS the labels and bus of the btrfs devices, and
+ * of every device when root= names a partition by PARTUUID, which only the database knows; else only
+ * the label of FIRST when it is a btrfs partition without one), storage ids and class. */
+static void read_devices(struct ctx *c, size_t first, bool all_props)
+{
+        int r = bsg_devs_read_all(&c->devs, first, c->read_deadline);
+        if (r < 0) {
+                log_msg("cannot read superblocks: %s", strerror(-r));
+                add_error(c, "read-failed");
+        }
+        bsg_devs_add_table_partuuids(&c->devs);
+        const struct bsg_dev *d = first < c->devs.n ? &c->devs.v[first] : NULL;
+        if (all_props)
+                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
+        else if (d && d->parse_result == 0 && d->partition && !d->partlabel)
+                bsg_devs_add_udev_properties(&c->devs, false);
+        bsg_devs_add_storage_ids(&c->devs);
+        bsg_devs_set_class(&c->devs);
+        log_reads(c);
+}
+
 static int take_lock(struct ctx *c)
 {
         c->lock_deadline = bsg_now_usec() + (uint64_t)(c->lock_timeout * 1e6);
@@ -274,6 +296,19 @@ static bool remove_concerns_nobody(const struct bsg_dev *d, const char *text)
         return access(marker, F_OK) < 0 && errno == ENOENT;
 }
 
+/* Every block device into c->devs. */
+static void enumerate_all(struct ctx *c)
+{
+        int r = bsg_devs_enumerate(&c->devs);
+        if (r < 0) {
+                /* a twin may be among the devices not enumerated: nothing can be unique */
+                log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
+                add_error(c, "enumerate-failed");
+                c->devs = (struct bsg_devs){0};
+                c->doubt_all = true;
+        }
+}
+
 /* The event's device: read it (unless its entry is current, or it is gone), lock, merge. */
 static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
 {
@@ -287,14 +322,7 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         if (full) {
                 /* no inventory yet (no `boot` ran): this event makes it, reading every device once, so
                  * that a twin is known before its own event arrives */
-                r = bsg_devs_enumerate(&c->devs);
-                if (r < 0) {
-                        /* a twin may be among the devices not enumerated: nothing can be unique */
-                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
-                        add_error(c, "enumerate-failed");
-                        c->devs = (struct bsg_devs){0};
-                        c->doubt_all = true;
-                }
+                enumerate_all(c);
                 r = bsg_devs_find_or_add(&c->devs, c->devnode);
                 mark_table_probes(c);
         } else
@@ -326,20 +354,8 @@ static int gather_event(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
                 add_unseen(c, text, devnum);
                 d = &c->devs.v[target]; /* the array may have moved */
         }
-        r = bsg_devs_read_all(&c->devs, (size_t)target, c->read_deadline);
-        if (r < 0) {
-                log_msg("cannot read the superblock: %s", strerror(-r));
-                add_error(c, "read-failed");
-        }
-        bsg_devs_add_table_partuuids(&c->devs);
-        if (full)
-                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
-        else if (d->parse_result == 0 && d->partition && !d->partlabel)
-                bsg_devs_add_udev_properties(&c->devs, false);
-        bsg_devs_add_storage_ids(&c->devs);
-        bsg_devs_set_class(&c->devs);
+        read_devices(c, (size_t)target, full);
         d = &c->devs.v[target];
-        log_reads(c);
         if (!c->dry_run)
                 lock_fd = take_lock(c);
         load_inventory(c, lock_fd >= 0);
@@ -385,26 +401,9 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         int r, lock_fd = -1;
 
         if (c->verb != VERB_RECONCILE) {
-                r = bsg_devs_enumerate(&c->devs);
-                if (r < 0) {
-                        log_msg("cannot enumerate block devices, every btrfs device is in doubt: %s", strerror(-r));
-                        add_error(c, "enumerate-failed");
-                        c->devs = (struct bsg_devs){0};
-                        c->doubt_all = true;
-                }
+                enumerate_all(c);
                 mark_table_probes(c);
-                r = bsg_devs_read_all(&c->devs, SIZE_MAX, c->read_deadline);
-                if (r < 0) {
-                        log_msg("cannot read superblocks: %s", strerror(-r));
-                        add_error(c, "read-failed");
-                }
-                bsg_devs_add_table_partuuids(&c->devs);
-                /* labels and bus of the btrfs devices from the udev database; of every device when
-                 * root= names a partition by PARTUUID, which only the database knows */
-                bsg_devs_add_udev_properties(&c->devs, c->cmdline && strstr(c->cmdline, "PARTUUID="));
-                bsg_devs_add_storage_ids(&c->devs);
-                bsg_devs_set_class(&c->devs);
-                log_reads(c);
+                read_devices(c, SIZE_MAX, true);
         }
         if (!c->dry_run && c->verb != VERB_STATUS)
                 lock_fd = take_lock(c);
@@ -420,15 +419,21 @@ static int gather_all(struct ctx *c, int *ret_lock_fd)
         return 0;
 }
 
-int gather_trust(struct ctx *c)
+/* What the system says, once per run, before any device is looked at. */
+static void load_inputs(struct ctx *c)
 {
-        int r;
-
         load_config(c);
         load_trusted_disks(c);
         load_kernel_state(c);
         load_platform_slots(c);
         load_reserved_names(c);
+}
+
+int gather_trust(struct ctx *c)
+{
+        int r;
+
+        load_inputs(c);
         r = bsg_devs_add_event(&c->devs, c->devnode);
         if (r < 0)
                 return r;
@@ -450,11 +455,7 @@ int gather(struct ctx *c, ssize_t *ret_target, int *ret_lock_fd)
         ssize_t target = -1;
         int r, lock_fd = -1;
 
-        load_config(c);
-        load_trusted_disks(c);
-        load_kernel_state(c);
-        load_platform_slots(c);
-        load_reserved_names(c);
+        load_inputs(c);
         if (c->verb == VERB_UDEV)
                 r = gather_event(c, &target, &lock_fd);
         else

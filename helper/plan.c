@@ -92,7 +92,7 @@ int plan_skip_list(const struct entry *e, size_t n, char **ret_list, size_t *ret
                 }
         }
         if (r >= 0)
-                r = bsg_skiplist_format_ranked(paths, trusted, m, ret_list, &rejected, &dropped);
+                r = bsg_skiplist_format(paths, trusted, m, ret_list, &rejected, &dropped);
         for (size_t i = 0; i < k; i++)
                 free(owned[i]);
         if (ret_dropped)
@@ -133,7 +133,7 @@ int plan_stable_skip_list(const struct entry *e, size_t n, char **ret_list, size
                 }
         }
         if (r >= 0)
-                r = bsg_skiplist_format_ranked(entries, trusted, m, ret_list, NULL, &dropped);
+                r = bsg_skiplist_format(entries, trusted, m, ret_list, NULL, &dropped);
         for (size_t i = 0; i < k; i++)
                 free(owned[i]);
         if (ret_dropped)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "protection.h"
+#include "util.h"
 
 const char *bsg_protection_state_name(enum bsg_protection_state s)
 {
@@ -23,20 +24,6 @@ const char *bsg_protection_state_name(enum bsg_protection_state s)
                 return "list-not-applied";
         }
         return "unknown";
-}
-
-/* Whether the comma-separated LIST holds NAME (LEN bytes) as a whole entry. */
-static bool list_has(const char *list, const char *name, size_t len)
-{
-        for (const char *p = list; p && *p;) {
-                size_t n = strcspn(p, ",\n");
-                if (n == len && memcmp(p, name, len) == 0)
-                        return true;
-                p += n;
-                if (*p)
-                        p++;
-        }
-        return false;
 }
 
 size_t bsg_skip_list_missing(const char *computed, const char *current, char *ret_first, size_t size)

@@ -140,20 +140,3 @@ int bsg_rauc_parse(const char *text, size_t len, struct bsg_rauc_conf *ret_conf,
         return bad;
 }
 
-const struct bsg_rauc_slot *bsg_rauc_find_device(const struct bsg_rauc_conf *conf, const char *device)
-{
-        if (!device)
-                return NULL;
-        for (size_t i = 0; i < conf->n; i++)
-                if (streq(conf->v[i].device, device))
-                        return &conf->v[i];
-        return NULL;
-}
-
-int bsg_rauc_has_bootname(const struct bsg_rauc_conf *conf, const char *bootname)
-{
-        for (size_t i = 0; i < conf->n; i++)
-                if (bootname && conf->v[i].bootname[0] && streq(conf->v[i].bootname, bootname))
-                        return 1;
-        return 0;
-}

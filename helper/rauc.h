@@ -35,9 +35,3 @@ typedef void (*bsg_rauc_diag_fn)(unsigned line, const char *message, void *userd
 int bsg_rauc_parse(const char *text, size_t len, struct bsg_rauc_conf *ret_conf, bsg_rauc_diag_fn diag,
                    void *userdata);
 void bsg_rauc_free(struct bsg_rauc_conf *conf);
-
-/* The slot whose device= is DEVICE (exact path), or NULL. */
-const struct bsg_rauc_slot *bsg_rauc_find_device(const struct bsg_rauc_conf *conf, const char *device);
-
-/* Whether BOOTNAME is the bootname of some slot of CONF. */
-int bsg_rauc_has_bootname(const struct bsg_rauc_conf *conf, const char *bootname);

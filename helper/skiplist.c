@@ -46,14 +46,8 @@ static int cmp_str(const void *a, const void *b)
         return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, size_t *ret_rejected,
+int bsg_skiplist_format(const char *const *paths, const bool *keep, size_t n, char **ret_list, size_t *ret_rejected,
                         size_t *ret_dropped)
-{
-        return bsg_skiplist_format_ranked(paths, NULL, n, ret_list, ret_rejected, ret_dropped);
-}
-
-int bsg_skiplist_format_ranked(const char *const *paths, const bool *keep, size_t n, char **ret_list,
-                               size_t *ret_rejected, size_t *ret_dropped)
 {
         _cleanup_free_ const char **sorted = calloc(2 * n + 1, sizeof(char *));
         _cleanup_free_ char *out = malloc(BSG_SKIPLIST_MAX + 1);

@@ -19,14 +19,11 @@ bool bsg_skiplist_entry_ok(const char *entry);
 /* Formats PATHS (N of them, any order, duplicates allowed) sorted and deduplicated into a newly
  * allocated string. Entries that fail bsg_skiplist_entry_ok() are left out and counted in
  * *ret_rejected. Returns 0, or -E2BIG if the list would exceed BSG_SKIPLIST_MAX (then *ret_list holds
- * the longest sorted prefix that fits and *ret_dropped the number of paths left out), -ENOMEM. */
-int bsg_skiplist_format(const char *const *paths, size_t n, char **ret_list, size_t *ret_rejected,
+ * the longest sorted prefix that fits and *ret_dropped the number of paths left out), -ENOMEM. When
+ * the list is cut, the paths with KEEP[i] set come first: they are taken (sorted) while they fit, then
+ * the others fill what is left (sorted); the list is sorted as a whole. KEEP may be NULL (all alike). */
+int bsg_skiplist_format(const char *const *paths, const bool *keep, size_t n, char **ret_list, size_t *ret_rejected,
                         size_t *ret_dropped);
-/* The same, where the paths with KEEP[i] set come first when the list is cut: they are taken (sorted)
- * while they fit, then the others fill what is left (sorted); the list is sorted as a whole. KEEP may
- * be NULL (all alike). */
-int bsg_skiplist_format_ranked(const char *const *paths, const bool *keep, size_t n, char **ret_list,
-                               size_t *ret_rejected, size_t *ret_dropped);
 
 /* Splits LIST (as read from skip_scan; a trailing newline is ignored) into a NULL-terminated array of
  * newly allocated strings (empty entries dropped). Returns the count or -ENOMEM. */

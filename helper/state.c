@@ -339,15 +339,12 @@ static void record_write(FILE *f, const struct bsg_record *rec)
                 major(rec->devnum), minor(rec->devnum), rec->diskseq, rec->size, (int)rec->kind,
                 rec->registered ? (rec->forget_pending ? 2 : 1) : 0,
                 rec->devid, rec->num_devices, rec->generation, rec->seeding, rec->untrusted, fsid, dev_uuid);
-        bsg_field_write(f, rec->partlabel);
-        fputc(' ', f);
-        bsg_field_write(f, rec->partuuid);
-        fputc(' ', f);
-        bsg_field_write(f, rec->storage_id);
-        fputc(' ', f);
-        bsg_field_write(f, rec->disk);
-        fputc(' ', f);
-        bsg_field_write(f, rec->devnode);
+        const char *text[] = {rec->partlabel, rec->partuuid, rec->storage_id, rec->disk, rec->devnode};
+        for (size_t k = 0; k < ELEMENTSOF(text); k++) {
+                if (k)
+                        fputc(' ', f);
+                bsg_field_write(f, text[k]);
+        }
         fprintf(f, " %d", (rec->partitioned ? 1 : 0) | (rec->fsid_changing ? 2 : 0) | (rec->metadata_uuid_feature ? 4 : 0) |
                                  (rec->zoned ? 8 : 0) | (rec->class_known ? 16 : 0) | (rec->stacked ? 32 : 0));
         if (rec->metadata_uuid_feature) {
@@ -450,7 +447,8 @@ static int cmp_rec(const void *a, const void *b)
         return x->devnum < y->devnum ? -1 : x->devnum > y->devnum;
 }
 
-/* Writes TEXT-producing callback output to PATH atomically (temporary file, fsync, rename). */
+/* Writes what FILL writes to PATH atomically (temporary file TMP, renamed: a reader never sees half of
+ * it). Not synced: the run directory is tmpfs. */
 int bsg_write_atomic(const char *path, const char *tmp, void (*fill)(FILE *f, const void *data), const void *data)
 {
         int r;

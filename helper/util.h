@@ -68,6 +68,18 @@ __attribute__((sentinel)) static inline bool bsg_join(char *buf, size_t size, ..
         return fits;
 }
 
+/* Whether LIST (entries separated by ',' or '\n'; NULL: empty) holds NAME's LEN bytes as a whole entry. */
+static inline bool list_has(const char *list, const char *name, size_t len)
+{
+        for (const char *p = list; p && *p;) {
+                size_t n = strcspn(p, ",\n");
+                if (n == len && memcmp(p, name, len) == 0)
+                        return true;
+                p += n + (p[n] != '\0');
+        }
+        return false;
+}
+
 static inline bool isempty(const char *s)
 {
         return !s || s[0] == '\0';

@@ -82,24 +82,39 @@ static void say_untrusted_fixed_disks(const struct ctx *c)
                         "/etc/btrfs-scan-gate.conf, and the initramfs's copy): %s", n, msg);
 }
 
+static int write_modprobe(const char *path, const char *list)
+{
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        FILE *f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        fprintf(f, "# written by btrfs-scan-gate boot --write-modprobe; regenerate, don't edit\n");
+        fprintf(f, "options btrfs skip_scan=%s\n", list);
+        /* on disk before the rename: a crash leaves the old file or the new one, never an empty one */
+        if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) < 0) {
+                int r = -errno ?: -EIO;
+                fclose(f);
+                unlink(tmp);
+                return r;
+        }
+        fclose(f);
+        if (rename(tmp, path) < 0) {
+                int r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
 int run_boot(struct ctx *c)
 {
-        ssize_t ti;
-        int lock_fd = -1, ret = 0, r = gather(c, &ti, &lock_fd);
+        int lock_fd = -1, ret = 0, r;
         struct plan p;
 
-        if (r < 0) {
-                log_msg("cannot decide: %s", strerror(-r));
+        if (gather_plan(c, PLAN_MODE_BOOT, &lock_fd, &p) < 0)
                 return 1;
-        }
-        r = plan_build(c->e, c->n, SIZE_MAX, PLAN_MODE_BOOT, &p);
-        if (r < 0) {
-                log_msg("out of memory");
-                if (lock_fd >= 0)
-                        close(lock_fd);
-                return 1;
-        }
-        log_truncated_skip_list(c, &p);
         if (!c->dry_run) {
                 /* once per boot, in the journal: where trust came from */
                 char trust[768];
@@ -108,13 +123,6 @@ int run_boot(struct ctx *c)
                 log_debug("%s", trust);
                 say_untrusted_fixed_disks(c);
         }
-        if (c->dry_run || c->verbose)
-                for (size_t i = 0; i < c->n; i++) {
-                        const struct entry *e = &c->e[i];
-                        if (e->pd.state == BSG_DEV_NOT_BTRFS && !c->verbose)
-                                continue;
-                        printf("%s %s %s\n", e->devnode, bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason));
-                }
         const char *cannot = kernel_cannot_apply(c, p.skip_list);
         if (c->dry_run) {
                 printf("skip_scan=%s\n", p.skip_list);
@@ -154,11 +162,7 @@ int run_boot(struct ctx *c)
         bool for_this_kernel = !c->write_modprobe && !c->print_cmdline;
         struct bsg_protection prot = {0};
         if (for_this_kernel) {
-                _cleanup_free_ char *current = NULL;
-                bool acted = !c->dry_run && lock_fd >= 0;
-                if (acted && c->caps.skip_scan)
-                        (void)bsg_skip_scan_read(&current);
-                protection_check(c, p.skip_list, current, acted, &prot);
+                protection_check(c, p.skip_list, !c->dry_run && lock_fd >= 0, &prot);
                 if (prot.failed)
                         log_msg("%s; fix: %s", prot.verdict, prot.fix);
                 if (!c->dry_run)

@@ -20,18 +20,19 @@ static void json_str(const char *s)
         bsg_json_string(stdout, s);
 }
 
-/* util-linux: null for what is absent (an empty string here) */
-static void json_str_or_null(const char *s)
+/* `, "KEY": ` and S; util-linux: null for what is absent (NULL or an empty string here) */
+static void json_kv(const char *key, const char *s)
 {
+        printf(", \"%s\": ", key);
         bsg_json_string_or_null(stdout, s);
 }
 
-static void json_u64_or_null(bool present, uint64_t v)
+static void json_u64(const char *key, bool present, uint64_t v)
 {
         if (present)
-                printf("%" PRIu64, v);
+                printf(", \"%s\": %" PRIu64, key, v);
         else
-                fputs("null", stdout);
+                printf(", \"%s\": null", key);
 }
 
 /* "/dev/sda" before "/dev/sda2" before "/dev/sda10", as a person reads them */
@@ -112,7 +113,7 @@ int run_status(struct ctx *c)
         if (bsg_kernels_list(&kernels, &n_kernels) < 0)
                 n_kernels = 0; /* out of memory: the list is left out, nothing else */
         struct bsg_protection prot;
-        protection_check(c, list, have_current ? current : NULL, true, &prot);
+        protection_check(c, list, true, &prot);
         bool loaded = c->caps.control; /* /sys/fs/btrfs/features exists only while btrfs is loaded */
 
         if (c->json) {
@@ -121,8 +122,7 @@ int run_status(struct ctx *c)
                        "\"text\": ",
                        BSG_VERSION, bsg_protection_state_name(prot.state), json_bool(!prot.failed));
                 json_str(prot.verdict);
-                printf(", \"fix\": ");
-                json_str_or_null(prot.fix);
+                json_kv("fix", prot.fix);
                 printf("},\n  \"kernel\": {\"control\": %s, "
                        "\"skip_scan\": %s, \"skip_scan_writable\": %s, \"virtual_fsid\": %s, \"temp_fsid\": %s},\n",
                        json_bool(c->caps.control),
@@ -137,7 +137,7 @@ int run_status(struct ctx *c)
                 printf(",\n  \"skip_scan_applicable\": %s", json_bool(!cannot));
                 printf(",\n  \"configuration_errors\": %s", json_bool(config_has_errors(c)));
                 printf(",\n  \"active_slot\": ");
-                json_str_or_null(slot);
+                bsg_json_string_or_null(stdout, slot);
                 printf(",\n  \"active_slot_source\": ");
                 json_str(bsg_slot_source_name(c->slot_source));
                 printf(",\n  \"kernels\": [");
@@ -184,40 +184,30 @@ int run_status(struct ctx *c)
                         printf("%s\n    {\"devnode\": ", first ? "" : ",");
                         first = false;
                         json_str(e->devnode);
-                        printf(", \"devnum\": \"%u:%u\", \"fsid\": ", major(e->devnum), minor(e->devnum));
-                        json_str_or_null(fsid);
-                        printf(", \"devid\": ");
-                        json_u64_or_null(btrfs, e->pd.devid);
-                        printf(", \"num_devices\": ");
-                        json_u64_or_null(btrfs, e->pd.num_devices);
-                        printf(", \"generation\": ");
-                        json_u64_or_null(btrfs, e->generation);
-                        printf(", \"seed\": %s, \"slot\": ", btrfs ? json_bool(e->pd.seeding) : "null");
-                        json_str_or_null(e->has_slot ? e->slot : NULL);
+                        printf(", \"devnum\": \"%u:%u\"", major(e->devnum), minor(e->devnum));
+                        json_kv("fsid", fsid);
+                        json_u64("devid", btrfs, e->pd.devid);
+                        json_u64("num_devices", btrfs, e->pd.num_devices);
+                        json_u64("generation", btrfs, e->generation);
+                        printf(", \"seed\": %s", btrfs ? json_bool(e->pd.seeding) : "null");
+                        json_kv("slot", e->has_slot ? e->slot : NULL);
                         /* active or not is known only of a device with a slot while the active slot is known */
                         printf(", \"slot_active\": %s, \"decision\": \"%s\", \"reason\": \"%s\", \"registered\": %s",
                                e->has_slot && c->have_active_slot ? json_bool(e->pd.slot_active) : "null",
                                bsg_decision_name(e->v.decision), bsg_reason_name(e->v.reason),
                                rec ? json_bool(rec->registered) : "null");
-                        printf(", \"trusted\": %s, \"trust\": ", json_bool(!e->pd.untrusted));
-                        json_str_or_null(e->trust_why);
-                        printf(", \"checksum\": ");
-                        json_str(parsed ? bsg_csum_type_name(d->sb.csum_type) : NULL);
-                        printf(", \"checksum_state\": ");
-                        json_str(parsed ? bsg_csum_state_name(d->sb.csum_state) : NULL);
-                        printf(", \"problem\": ");
-                        json_str_or_null(problem_text(d, problem, sizeof(problem)));
-                        printf(", \"label\": ");
-                        json_str_or_null(parsed ? d->sb.label : NULL);
+                        printf(", \"trusted\": %s", json_bool(!e->pd.untrusted));
+                        json_kv("trust", e->trust_why);
+                        json_kv("checksum", parsed ? bsg_csum_type_name(d->sb.csum_type) : NULL);
+                        json_kv("checksum_state", parsed ? bsg_csum_state_name(d->sb.csum_state) : NULL);
+                        json_kv("problem", problem_text(d, problem, sizeof(problem)));
+                        json_kv("label", parsed ? d->sb.label : NULL);
                         /* what libblkid says of the same bytes (never a second read of the device) */
                         printf(", \"blkid\": {\"type\": ");
-                        json_str_or_null(d ? d->blkid_type : NULL);
-                        printf(", \"uuid\": ");
-                        json_str_or_null(d ? d->blkid_uuid : NULL);
-                        printf(", \"uuid_sub\": ");
-                        json_str_or_null(d ? d->blkid_uuid_sub : NULL);
-                        printf(", \"label\": ");
-                        json_str_or_null(d ? d->blkid_label : NULL);
+                        bsg_json_string_or_null(stdout, d ? d->blkid_type : NULL);
+                        json_kv("uuid", d ? d->blkid_uuid : NULL);
+                        json_kv("uuid_sub", d ? d->blkid_uuid_sub : NULL);
+                        json_kv("label", d ? d->blkid_label : NULL);
                         printf("}}");
                 }
                 printf("\n  ]\n}\n");

@@ -332,7 +332,7 @@ static void model_step(const struct spec *all, const bool *present, size_t n, si
                         paths[np++] = all[i].node;
         }
         char *list = NULL;
-        bsg_skiplist_format(paths, np, &list, NULL, NULL);
+        bsg_skiplist_format(paths, NULL, np, &list, NULL, NULL);
         snprintf(m->skip, sizeof(m->skip), "%s", list ? list : "");
         free(list);
 }

@@ -32,7 +32,7 @@ static void format_one(const struct format_case *t)
         size_t rejected = 99, dropped = 99;
 
         check_case = t->name;
-        CHECK(bsg_skiplist_format(t->paths, t->n, &list, &rejected, &dropped) == 0);
+        CHECK(bsg_skiplist_format(t->paths, NULL, t->n, &list, &rejected, &dropped) == 0);
         CHECK_STREQ(list, t->want);
         CHECK(rejected == t->rejected);
         CHECK(dropped == 0);
@@ -92,7 +92,7 @@ int main(void)
                 }
                 char *list = NULL;
                 size_t rejected = 0, dropped = 0;
-                CHECK(bsg_skiplist_format(p, 400, &list, &rejected, &dropped) == -E2BIG);
+                CHECK(bsg_skiplist_format(p, NULL, 400, &list, &rejected, &dropped) == -E2BIG);
                 CHECK(list && strlen(list) <= BSG_SKIPLIST_MAX);
                 CHECK(dropped > 0 && rejected == 0);
                 CHECK(list && strncmp(list, "/dev/disk/by-id/dev-0000,/dev/disk/by-id/dev-0001,", 50) == 0);

@@ -1652,7 +1652,7 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
 }
 
 /* udev's path_id of the whole disk SYSNAME, derived now by `udevadm test-builtin path_id` (sysfs
- * only: no udevd, no database, no link needed), its ID_PATH into BUF. Bounded by 2 s; 0 or -errno. */
+ * only: no udevd, no database, no link needed), its ID_PATH into BUF. Bounded by 5 s; 0 or -errno. */
 static int id_path_derive(const char *sysname, char *buf, size_t size)
 {
         char syspath[PATH_MAX], out[4096];
@@ -1679,7 +1679,7 @@ static int id_path_derive(const char *sysname, char *buf, size_t size)
                 _exit(127);
         }
         close(p[1]);
-        uint64_t deadline = bsg_now_usec() + 2000000;
+        uint64_t deadline = bsg_now_usec() + 5000000;
         for (;;) {
                 uint64_t now = bsg_now_usec();
                 struct pollfd pfd = {.fd = p[0], .events = POLLIN};

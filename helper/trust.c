@@ -21,7 +21,7 @@
 /* The device numbers of the disks trusted_disk= names and their disks, found by where each disk is
  * attached (its ID_PATH), not by the link udev makes at the end of the disk's own event: during
  * coldplug another disk's event may come first, and `boot` may run before udevd. A name that
- * matches no disk now names nothing (said in verbose mode). */
+ * matches no disk's ID_PATH and has no link names nothing (said in verbose mode). */
 void load_trusted_disks(struct ctx *c)
 {
         const char *names[BSG_MAX_TRUSTED_DISKS];
@@ -42,6 +42,11 @@ void load_trusted_disks(struct ctx *c)
         if (n)
                 bsg_resolve_by_path(names, n, event_devnum, event_id_path, devnums);
         for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                /* a form not made from ID_PATH (ID_PATH_ATA_COMPAT, an eMMC's -bootN, a link another
+                 * rule or the administrator made): through its link, when there is one */
+                if (!devnums[i] && stat(c->config.trusted_disks[i], &st) == 0 && S_ISBLK(st.st_mode))
+                        devnums[i] = st.st_rdev;
                 if (!devnums[i]) {
                         log_debug("trusted_disk=%s: no disk at that place, ignoring", c->config.trusted_disks[i]);
                         continue;

@@ -1773,22 +1773,24 @@ static dev_t partition_devnum(const char *sysname, unsigned partn)
 }
 
 void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum, const char *event_id_path,
-                         dev_t *ret_devnums)
+                         bool derive, dev_t *devnums)
 {
         _cleanup_udev_ struct udev *udev = NULL;
         struct dirent *de;
         DIR *dir;
-        size_t left = n;
+        size_t left = 0;
 
         for (size_t i = 0; i < n; i++)
-                ret_devnums[i] = 0;
+                left += !devnums[i];
+        if (!left)
+                return;
         _cleanup_free_ char *event_disk = event_devnum && !isempty(event_id_path) ? bsg_disk_of_devnum(event_devnum) : NULL;
         const char *event_disk_name = event_disk ? strrchr(event_disk, '/') : NULL;
         if (event_disk_name)
                 event_disk_name++;
         /* two rounds: what udev already knows (the event's environment, the database), then, for the
          * disks whose event has not run yet and only while a name is left, path_id derived now */
-        for (int round = 0; round < 2 && left; round++) {
+        for (int round = 0; round < (derive ? 2 : 1) && left; round++) {
                 if (!(dir = opendir(SYS_CLASS_BLOCK)))
                         return;
                 while (left && (de = readdir(dir))) {
@@ -1815,10 +1817,10 @@ void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum,
                                 continue;
                         for (size_t i = 0; i < n; i++) {
                                 unsigned partn = 0;
-                                int m = ret_devnums[i] ? 0 : by_path_match(names[i], name, id, &partn);
+                                int m = devnums[i] ? 0 : by_path_match(names[i], name, id, &partn);
                                 dev_t d = m == 1 ? devnum_of_name(name) : m == 2 ? partition_devnum(name, partn) : 0;
                                 if (d) {
-                                        ret_devnums[i] = d;
+                                        devnums[i] = d;
                                         left--;
                                 }
                         }

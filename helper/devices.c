@@ -1654,3 +1654,181 @@ int bsg_devs_read_all(struct bsg_devs *devs, size_t first, uint64_t deadline_use
                         classify(&devs->v[i], NULL, -ETIMEDOUT);
         return 0;
 }
+
+/* udev's path_id of the whole disk SYSNAME, derived now by `udevadm test-builtin path_id` (sysfs
+ * only: no udevd, no database, no link needed), its ID_PATH into BUF. Bounded by 5 s; 0 or -errno. */
+static int id_path_derive(const char *sysname, char *buf, size_t size)
+{
+        char syspath[PATH_MAX], out[4096];
+        size_t len = 0;
+        int p[2], status;
+
+        if (!bsg_join(syspath, sizeof(syspath), SYS_CLASS_BLOCK "/", sysname, NULL))
+                return -ENAMETOOLONG;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(p[1], STDOUT_FILENO) < 0 || dup2(null, STDIN_FILENO) < 0 ||
+                    dup2(null, STDERR_FILENO) < 0)
+                        _exit(127);
+                execl(bsg_udevadm_path(), "udevadm", "test-builtin", "path_id", syspath, (char *)NULL);
+                _exit(127);
+        }
+        close(p[1]);
+        uint64_t deadline = bsg_now_usec() + 5000000;
+        for (;;) {
+                uint64_t now = bsg_now_usec();
+                struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+                if (now >= deadline || poll(&pfd, 1, (int)((deadline - now) / 1000) + 1) <= 0)
+                        break;
+                ssize_t l = read(p[0], out + len, sizeof(out) - 1 - len);
+                if (l <= 0 || (len += (size_t)l) == sizeof(out) - 1)
+                        break;
+        }
+        close(p[0]);
+        (void)kill(pid, SIGKILL); /* done or late: either way no longer needed */
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        out[len] = '\0';
+        for (char *line = out; line && *line;) {
+                char *end = strchr(line, '\n');
+                if (end)
+                        *end = '\0';
+                if (strncmp(line, "ID_PATH=", 8) == 0 && line[8] && strlen(line + 8) < size) {
+                        strcpy(buf, line + 8);
+                        return 0;
+                }
+                line = end ? end + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
+/* The ID_PATH the udev database holds for the block device SYSNAME (its own event set it) into BUF;
+ * "" if none. */
+static void id_path_of_db(struct udev *udev, const char *sysname, char *buf, size_t size)
+{
+        struct udev_device *dev = udev_device_new_from_subsystem_sysname(udev, "block", sysname);
+        const char *p = dev ? udev_device_get_property_value(dev, "ID_PATH") : NULL;
+
+        buf[0] = '\0';
+        if (!isempty(p) && strlen(p) < size)
+                strcpy(buf, p);
+        if (dev)
+                udev_device_unref(dev);
+}
+
+int bsg_disk_id_path(const char *sysname, char *buf, size_t size)
+{
+        _cleanup_udev_ struct udev *udev = udev_new();
+
+        if (udev)
+                id_path_of_db(udev, sysname, buf, size);
+        return udev && buf[0] ? 0 : id_path_derive(sysname, buf, size);
+}
+
+/* Whether NAME is the link name 60-persistent-storage.rules gives the disk SYSNAME of ID_PATH (ID),
+ * or the partition N of it ("-partN"): 0 no, 1 the disk, 2 a partition (*ret_partn). */
+static int by_path_match(const char *name, const char *sysname, const char *id, unsigned *ret_partn)
+{
+        size_t l = strlen(id);
+
+        /* the legacy virtio form, which udev still makes for vd* disks at pci- paths */
+        if (strncmp(name, "virtio-", 7) == 0 && strncmp(sysname, "vd", 2) == 0 && strncmp(id, "pci-", 4) == 0)
+                name += 7;
+        if (strncmp(name, id, l) != 0)
+                return 0;
+        if (name[l] == '\0')
+                return 1;
+        const char *n = name + l;
+        if (strncmp(n, "-part", 5) != 0 || n[5] < '1' || n[5] > '9' || strspn(n + 5, "0123456789") != strlen(n + 5))
+                return 0;
+        *ret_partn = (unsigned)strtoul(n + 5, NULL, 10);
+        return 2;
+}
+
+/* The device number of partition PARTN of the disk SYSNAME (sysfs), 0 if it has none. */
+static dev_t partition_devnum(const char *sysname, unsigned partn)
+{
+        char path[PATH_MAX], v[32];
+        struct dirent *de;
+        dev_t found = 0;
+        DIR *dir;
+
+        if (!bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", sysname, NULL) || !(dir = opendir(path)))
+                return 0;
+        while (!found && (de = readdir(dir))) {
+                char attr[300];
+                if (de->d_name[0] == '.' || strncmp(de->d_name, sysname, strlen(sysname)) != 0 ||
+                    (size_t)snprintf(attr, sizeof(attr), "%s/partition", de->d_name) >= sizeof(attr) ||
+                    sysfs_read(sysname, attr, v, sizeof(v)) <= 0 || strtoul(v, NULL, 10) != partn)
+                        continue;
+                found = devnum_of_name(de->d_name);
+        }
+        closedir(dir);
+        return found;
+}
+
+void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum, const char *event_id_path,
+                         bool derive, dev_t *devnums)
+{
+        _cleanup_udev_ struct udev *udev = NULL;
+        struct dirent *de;
+        DIR *dir;
+        size_t left = 0;
+
+        for (size_t i = 0; i < n; i++)
+                left += !devnums[i];
+        if (!left)
+                return;
+        _cleanup_free_ char *event_disk = event_devnum && !isempty(event_id_path) ? bsg_disk_of_devnum(event_devnum) : NULL;
+        const char *event_disk_name = event_disk ? strrchr(event_disk, '/') : NULL;
+        if (event_disk_name)
+                event_disk_name++;
+        /* two rounds: what udev already knows (the event's environment, the database), then, for the
+         * disks whose event has not run yet and only while a name is left, path_id derived now */
+        for (int round = 0; round < (derive ? 2 : 1) && left; round++) {
+                if (!(dir = opendir(SYS_CLASS_BLOCK)))
+                        return;
+                while (left && (de = readdir(dir))) {
+                        char v[16], id[512], link[PATH_MAX], path[PATH_MAX];
+                        const char *name = de->d_name;
+                        ssize_t l;
+                        bool known = false;
+                        if (name[0] == '.' || sysfs_read(name, "partition", v, sizeof(v)) > 0 ||
+                            !bsg_join(path, sizeof(path), SYS_CLASS_BLOCK "/", name, NULL) ||
+                            (l = readlink(path, link, sizeof(link) - 1)) < 0)
+                                continue;
+                        link[l] = '\0';
+                        id[0] = '\0';
+                        if (event_disk_name && streq(name, event_disk_name) && strlen(event_id_path) < sizeof(id))
+                                strcpy(id, event_id_path);
+                        if (!id[0] && (udev || (udev = udev_new())))
+                                id_path_of_db(udev, name, id, sizeof(id));
+                        known = id[0];
+                        /* a virtual device (loop, nbd, zram, dm, md) has no path_id */
+                        if (round == 1 && (known || strstr(link, "/devices/virtual/") ||
+                                           id_path_derive(name, id, sizeof(id)) < 0))
+                                continue;
+                        if (round == 0 && !known)
+                                continue;
+                        for (size_t i = 0; i < n; i++) {
+                                unsigned partn = 0;
+                                int m = devnums[i] ? 0 : by_path_match(names[i], name, id, &partn);
+                                dev_t d = m == 1 ? devnum_of_name(name) : m == 2 ? partition_devnum(name, partn) : 0;
+                                if (d) {
+                                        devnums[i] = d;
+                                        left--;
+                                }
+                        }
+                }
+                closedir(dir);
+        }
+}

@@ -142,6 +142,22 @@ uint64_t bsg_devnum_size(dev_t devnum);
  * such device. */
 bool bsg_devnum_is_trusted(dev_t devnum, const struct bsg_trust_inputs *in, bool *ret_by_config);
 
+/* The device numbers the by-path names NAMES (without "/dev/disk/by-path/") stand for, without their
+ * links, into DEVNUMS[i] where it is still 0: the disk whose ID_PATH (udev's path_id: where it is
+ * attached) is NAMES[i], or partition N of the disk whose ID_PATH is P where NAMES[i] is "P-partN"
+ * (and the legacy "virtio-P" forms of vd* disks), as 60-persistent-storage.rules makes the links;
+ * left 0 if no disk is there now. ID_PATH comes from EVENT_ID_PATH for the disk of EVENT_DEVNUM (the
+ * event's own device: its database entry is written after the rules ran), from the udev database for
+ * disks whose event ran, and with DERIVE, while a name is left, from `udevadm test-builtin path_id`
+ * for the other disks that are not virtual (before udevd ran, or while their event is queued behind
+ * this one): the same answer in every event order. */
+void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum, const char *event_id_path,
+                         bool derive, dev_t *devnums);
+
+/* The ID_PATH of the whole disk SYSNAME (the udev database's, else path_id derived now) into BUF.
+ * Returns 0 or -errno (-ENOENT: it has none, as virtual devices). */
+int bsg_disk_id_path(const char *sysname, char *buf, size_t size);
+
 /* The sysfs path (as /sys/dev/block links it) of the whole disk of DEVNUM, a new string; NULL if none. */
 char *bsg_disk_of_devnum(dev_t devnum);
 /* The part of a sysfs path from "/devices/" on (links are relative: "../../devices/..."). */

@@ -23,6 +23,10 @@
 #include "kernel.h"
 #include "util.h"
 
+#ifndef BSG_UDEVADM
+#define BSG_UDEVADM "/bin/udevadm"
+#endif
+
 /* The test seams: honoured only by the test build (btrfs-scan-gate-test); the installed helper
  * never lets its environment (udev's) redirect it. */
 static const char *env_or(const char *var, const char *def)
@@ -54,6 +58,11 @@ const char *bsg_mountinfo_path(void)
 const char *bsg_rundir_path(void)
 {
         return env_or("BTRFS_SCAN_GATE_RUNDIR", "/run/btrfs-scan-gate");
+}
+
+const char *bsg_udevadm_path(void)
+{
+        return env_or("BTRFS_SCAN_GATE_UDEVADM", BSG_UDEVADM);
 }
 
 const char *bsg_trusted_paths_seam(void)

@@ -17,6 +17,7 @@ const char *bsg_control_path(void);   /* $BTRFS_SCAN_GATE_CONTROL or /dev/btrfs-
 const char *bsg_cmdline_path(void);   /* $BTRFS_SCAN_GATE_CMDLINE or /proc/cmdline */
 const char *bsg_mountinfo_path(void); /* $BTRFS_SCAN_GATE_MOUNTINFO or /proc/self/mountinfo */
 const char *bsg_rundir_path(void);    /* $BTRFS_SCAN_GATE_RUNDIR or /run/btrfs-scan-gate */
+const char *bsg_udevadm_path(void); /* udevadm, for path_id (test build: $BTRFS_SCAN_GATE_UDEVADM) */
 const char *bsg_trusted_paths_seam(void); /* test build: $BTRFS_SCAN_GATE_TRUSTED_PATHS (':'-separated
                                            * devnodes taken for trusted storage); NULL otherwise */
 const char *bsg_config_path(void);    /* $BTRFS_SCAN_GATE_CONFIG or /etc/btrfs-scan-gate.conf */

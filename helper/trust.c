@@ -18,18 +18,46 @@
 #include "state.h"
 #include "util.h"
 
-/* The device numbers of the disks trusted_disk= names (a path that is no block device now names
- * nothing: said in verbose mode). */
+/* The device numbers of the disks trusted_disk= names and their disks, found by where each disk is
+ * attached (its ID_PATH), not by the link udev makes at the end of the disk's own event: during
+ * coldplug another disk's event may come first, and `boot` may run before udevd. A name that
+ * matches no disk's ID_PATH and has no link names nothing (said in verbose mode). */
 void load_trusted_disks(struct ctx *c)
 {
-        for (size_t i = 0; i < c->config.n_trusted_disks; i++) {
+        const char *names[BSG_MAX_TRUSTED_DISKS];
+        dev_t devnums[BSG_MAX_TRUSTED_DISKS], event_devnum = 0;
+        const char *event_id_path = NULL;
+        size_t n = c->config.n_trusted_disks;
+
+        for (size_t i = 0; i < n; i++)
+                names[i] = strncmp(c->config.trusted_disks[i], "/dev/disk/by-path/", 18) == 0
+                                   ? c->config.trusted_disks[i] + 18
+                                   : ""; /* config.c takes no other form; "" matches no disk */
+        /* the event's own device: udev's environment has its ID_PATH (a partition's is its disk's) */
+        if ((c->verb == VERB_UDEV || c->verb == VERB_TRUST) && c->devnode && streq_ptr(getenv("DEVNAME"), c->devnode) &&
+            !isempty(getenv("MAJOR")) && !isempty(getenv("MINOR"))) {
+                event_devnum = makedev(strtoul(getenv("MAJOR"), NULL, 10), strtoul(getenv("MINOR"), NULL, 10));
+                event_id_path = getenv("ID_PATH");
+        }
+        for (size_t i = 0; i < n; i++)
+                devnums[i] = 0;
+        /* what udev knows (the event, the database); then a link that exists (also a form not made
+         * from ID_PATH: ID_PATH_ATA_COMPAT, an eMMC's -bootN, a link another rule or the administrator
+         * made); then, for what is left, path_id derived now (a disk whose event has not run) */
+        bsg_resolve_by_path(names, n, event_devnum, event_id_path, false, devnums);
+        for (size_t i = 0; i < n; i++) {
                 struct stat st;
-                if (stat(c->config.trusted_disks[i], &st) < 0 || !S_ISBLK(st.st_mode)) {
-                        log_debug("trusted_disk=%s: no block device, ignoring", c->config.trusted_disks[i]);
+                if (!devnums[i] && stat(c->config.trusted_disks[i], &st) == 0 && S_ISBLK(st.st_mode))
+                        devnums[i] = st.st_rdev;
+        }
+        bsg_resolve_by_path(names, n, event_devnum, event_id_path, true, devnums);
+        for (size_t i = 0; i < n; i++) {
+                if (!devnums[i]) {
+                        log_debug("trusted_disk=%s: no disk at that place, ignoring", c->config.trusted_disks[i]);
                         continue;
                 }
-                c->trusted_devnums[c->n_trusted_devnums++] = st.st_rdev;
-                char *disk = bsg_disk_of_devnum(st.st_rdev);
+                c->trusted_devnums[c->n_trusted_devnums++] = devnums[i];
+                char *disk = bsg_disk_of_devnum(devnums[i]);
                 if (disk)
                         c->named_disks[c->n_named_disks++] = disk;
         }
@@ -189,7 +217,7 @@ static void say_untrusted_members(const struct ctx *c)
                                 "with it named: if the disk is inside the machine, add "
                                 "trusted_disk=/dev/disk/by-path/... for it)",
                                 e->devnode, a->devnode, fsid,
-                                unresolved ? " (a trusted_disk= line names no block device yet)" : "");
+                                unresolved ? " (a trusted_disk= line names no disk present now)" : "");
                         break;
                 }
         }

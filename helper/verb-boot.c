@@ -18,37 +18,6 @@
 #include "skiplist.h"
 #include "util.h"
 
-/* The /dev/disk/by-path/ name of the whole disk whose sysfs path is DISK into BUF (a disk's link, not
- * a partition's: its device number is the disk's); false if udev has made none (yet). */
-static bool disk_by_path(const char *disk, char *buf, size_t size)
-{
-        char path[PATH_MAX], v[32];
-        unsigned maj, min;
-        struct dirent *de;
-        bool found = false;
-        DIR *dir;
-
-        /* the disk's device number, from sysfs */
-        if (!bsg_join(path, sizeof(path), "/sys", bsg_disk_key(disk), "/dev", NULL))
-                return false;
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return false;
-        bool ok = fgets(v, sizeof(v), f) && sscanf(v, "%u:%u", &maj, &min) == 2;
-        fclose(f);
-        if (!ok || !(dir = opendir("/dev/disk/by-path")))
-                return false;
-        while (!found && (de = readdir(dir))) {
-                struct stat st;
-                if (de->d_name[0] == '.' || !bsg_join(path, sizeof(path), "/dev/disk/by-path/", de->d_name, NULL))
-                        continue;
-                found = stat(path, &st) == 0 && S_ISBLK(st.st_mode) && st.st_rdev == makedev(maj, min) &&
-                        (size_t)snprintf(buf, size, "%s", path) < size;
-        }
-        closedir(dir);
-        return found;
-}
-
 /* Once per boot: the fixed disks that are not trusted (the boot does not name them), each with the
  * line that trusts it, so that a second internal disk is not left untrusted unsaid. */
 static void say_untrusted_fixed_disks(const struct ctx *c)
@@ -67,12 +36,14 @@ static void say_untrusted_fixed_disks(const struct ctx *c)
                 if (seen)
                         continue;
                 const char *name = strrchr(e->disk, '/');
-                char line[PATH_MAX + 64], link[PATH_MAX];
-                if (disk_by_path(e->disk, link, sizeof(link)))
-                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=%s", n ? "; " : "", name ? name + 1 : e->disk, link);
+                char line[PATH_MAX + 64], id[512];
+                /* where it is attached (ID_PATH): the by-path name, whether udev made the link yet or not */
+                if (name && bsg_disk_id_path(name + 1, id, sizeof(id)) == 0)
+                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=/dev/disk/by-path/%s", n ? "; " : "", name + 1, id);
                 else
-                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=/dev/disk/by-path/... (its link, once udev has made it)",
-                                 n ? "; " : "", name ? name + 1 : e->disk);
+                        snprintf(line, sizeof(line), "%s/dev/%s: trusted_disk=/dev/disk/by-path/... (its ID_PATH: "
+                                 "udevadm info -q property /dev/%s)",
+                                 n ? "; " : "", name ? name + 1 : e->disk, name ? name + 1 : e->disk);
                 if (strlen(msg) + strlen(line) + 1 < sizeof(msg))
                         strcat(msg, line);
                 n++;

@@ -690,21 +690,36 @@ static char *skip_scan_contents(void)
 }
 
 /* The slot configuration (udev/btrfs-scan-gate.conf.example): KEY=VALUE lines. Every
- * /dev/disk/by-path/pci-test-NAME it names is made a link to the testbed's /dev/NAME first, as udev
- * would have made one (trusted_disk= takes by-path names only). */
+ * /dev/disk/by-path/pci-test-NAME it names becomes the ID_PATH of the testbed's device NAME in the udev
+ * database (as path_id gives it; trusted_disk= takes by-path names only, matched by ID_PATH): no link
+ * is made, as during coldplug before the disk's own event has made it. */
 #define BY_PATH_TEST "/dev/disk/by-path/pci-test-"
+static void set_id_path(Fixture *f, const char *node, const char *id_path)
+{
+        const char *syspath = g_hash_table_lookup(f->syspaths, node);
+        g_assert_nonnull(syspath);
+        umockdev_testbed_set_property(tb, syspath, "ID_PATH", id_path);
+}
+
 static void set_config(Fixture *f, const char *text)
 {
         for (const char *p = text; (p = strstr(p, BY_PATH_TEST)); p += strlen(BY_PATH_TEST)) {
                 g_autofree char *name = g_strndup(p + strlen(BY_PATH_TEST), strcspn(p + strlen(BY_PATH_TEST), "\n\" "));
-                g_autofree char *link = g_strdup_printf(BY_PATH_TEST "%s", name);
-                g_autofree char *target = g_strdup_printf("/dev/%s", name);
-                g_autofree char *file = tb_path(link);
-                struct stat st;
-                if (lstat(file, &st) < 0)
-                        make_link(link, target);
+                g_autofree char *id = g_strdup_printf("pci-test-%s", name);
+                set_id_path(f, name, id);
         }
         write_file(f->config, text, -1);
+}
+
+/* What `udevadm test-builtin path_id /sys/class/block/NAME` prints in the tests: the file
+ * path-id/NAME under the scratch directory, nothing when there is none (as for a virtual device). */
+static void set_derived_id_path(Fixture *f, const char *node, const char *id_path)
+{
+        g_autofree char *dir = g_build_filename(f->dir, "path-id", NULL);
+        g_autofree char *file = g_build_filename(dir, node, NULL);
+        g_autofree char *text = g_strdup_printf("ID_PATH=%s\nID_PATH_TAG=x\n", id_path);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        write_file(file, text, -1);
 }
 
 static void set_cmdline(Fixture *f, const char *cmdline)
@@ -851,6 +866,12 @@ static char **helper_env(Fixture *f, const DevSpec *s)
         /* no fstab unless a test writes one (never the host's) */
         g_autofree char *fstab = g_build_filename(f->dir, "fstab", NULL);
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_FSTAB", fstab, TRUE);
+        /* udevadm test-builtin path_id: the files of set_derived_id_path(), never the host's udevadm */
+        g_autofree char *udevadm = g_build_filename(f->dir, "udevadm", NULL);
+        write_file(udevadm, "#!/bin/sh\n[ \"$1 $2\" = \"test-builtin path_id\" ] || exit 2\n"
+                            "exec cat \"${0%/*}/path-id/${3##*/}\"\n", -1);
+        g_assert_cmpint(chmod(udevadm, 0755), ==, 0);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_UDEVADM", udevadm, TRUE);
         if (s) {
                 /* udev runs programs with the event's properties in the environment */
                 ImageInfo info;
@@ -2714,6 +2735,61 @@ static void test_slot_esp_on_other_disk(Fixture *f, gconstpointer data)
         run_clear(&r);
 }
 
+/* trusted_disk=/dev/disk/by-path/NAME without the link: the first coldplug event of rootfs-A (on a
+ * disk the boot names) comes while the disk of rootfs-B, named by trusted_disk=, has no by-path link
+ * yet (udev makes it at the end of that disk's own event, which may come later). Its place (ID_PATH)
+ * is known all the same: from the udev database ("database"), derived by path_id now ("derived"),
+ * or, at the partition's own event before udev wrote anything, from the event ("event"). Both copies are trusted clones: skipped,
+ * registered by nothing. "none" (no ID_PATH anywhere) is the control: B is untrusted, A outranks it
+ * and is scanned, which is what the link-based lookup did in that window. */
+static void test_trust_by_path_without_link(Fixture *f, gconstpointer data)
+{
+        static const DevSpec parts[] = {
+                {.node = "sda1", .disk = "sda", .partn = 1, .image = "esp", .partlabel = "efi-A"},
+                {.node = "sdb1", .disk = "sdb", .partn = 1, .image = "rootfs", .partlabel = "rootfs-A"},
+                {.node = "sdc1", .disk = "sdc", .partn = 1, .image = "rootfs", .partlabel = "rootfs-B"},
+        };
+        const char *how = data;
+        g_autofree char *link = g_build_filename(tb_root, "dev/disk/by-path/pci-test-sdc", NULL);
+        Run r;
+
+        world_add_all(f, parts, G_N_ELEMENTS(parts));
+        write_file(f->config, "slot_suffixes=-A,-B\ntrusted_disk=" BY_PATH_TEST "sdc\n", -1);
+        if (g_str_equal(how, "database"))
+                set_id_path(f, "sdc", "pci-test-sdc");
+        else if (g_str_equal(how, "derived"))
+                set_derived_id_path(f, "sdc", "pci-test-sdc");
+        set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTUUID=00000fa1-0000-4000-8000-000000000001 ro "
+                       "steamos.efi=PARTUUID=00000fa0-0000-4000-8000-000000000001");
+        g_assert_false(g_file_test(link, G_FILE_TEST_EXISTS));
+        gboolean trusted = !g_str_equal(how, "none");
+        if (g_str_equal(how, "event")) {
+                /* rootfs-B's own event first: its ID_PATH (the disk's) is in the event */
+                g_setenv("ID_PATH", "pci-test-sdc", TRUE);
+                run_udev(f, &parts[2], &r, FALSE);
+                g_unsetenv("ID_PATH");
+                assert_kv(&r, "TRUSTED", "1");
+                assert_kv(&r, "DECISION", "skip");
+                run_clear(&r);
+                /* what udev keeps of the disk's event (before its partitions') and of this one */
+                set_id_path(f, "sdc", "pci-test-sdc");
+                set_id_path(f, "sdc1", "pci-test-sdc");
+        }
+        run_udev(f, &parts[1], &r, FALSE);
+        assert_kv(&r, "TRUSTED", "1");
+        assert_kv(&r, "DECISION", trusted ? "skip" : "scan");
+        run_clear(&r);
+        assert_registry(trusted ? "" : "/dev/sdb1");
+        if (!g_str_equal(how, "event")) {
+                run_udev(f, &parts[2], &r, FALSE);
+                assert_kv(&r, "TRUSTED", trusted ? "1" : "0");
+                assert_kv(&r, "DECISION", "skip");
+                run_clear(&r);
+                assert_registry(trusted ? "" : "/dev/sdb1");
+        }
+        g_assert_false(g_file_test(link, G_FILE_TEST_EXISTS));
+}
+
 /* --write-modprobe and --print-cmdline name partitions by PARTUUID: the next boot's /dev/sdX may
  * differ (the duplicate-PARTUUID rule is a unit/plan row). */
 static void test_slot_stable_skip_list(Fixture *f, gconstpointer data)
@@ -4186,7 +4262,7 @@ static void test_doubt_remedies(Fixture *f, gconstpointer data)
         Run r;
 
         world_add_all(f, devs, G_N_ELEMENTS(devs));
-        make_link("/dev/disk/by-path/pci-0000:00:17.0-ata-2", "/dev/sdb");
+        set_id_path(f, "sdb", "pci-0000:00:17.0-ata-2"); /* no link: the name is where sdb is attached */
         set_config(f, "");
         efivar_write(f, SDA1_PARTUUID, -1);
         set_cmdline(f, "BOOT_IMAGE=/boot/vmlinuz root=PARTLABEL=root ro");
@@ -4301,6 +4377,14 @@ int main(int argc, char **argv)
         add("/helper/trust/reannounce-anchor-change", test_trust_reannounce);
         add("/helper/trust/anchor-table-fixed-only", test_trust_anchor_table_fixed_only);
         add("/helper/trust/anchor-multi-device-root", test_trust_anchor_multi_device_root);
+        g_test_add("/helper/trust/by-path-without-link-database", Fixture, "database", fixture_setup,
+                   test_trust_by_path_without_link, fixture_teardown);
+        g_test_add("/helper/trust/by-path-without-link-derived", Fixture, "derived", fixture_setup,
+                   test_trust_by_path_without_link, fixture_teardown);
+        g_test_add("/helper/trust/by-path-without-link-event", Fixture, "event", fixture_setup,
+                   test_trust_by_path_without_link, fixture_teardown);
+        g_test_add("/helper/trust/by-path-without-link-none", Fixture, "none", fixture_setup,
+                   test_trust_by_path_without_link, fixture_teardown);
         add("/helper/trust/anchor-efivar-unreadable", test_trust_anchor_efivar_unreadable);
         add("/helper/trust/stale-class-diskseq", test_trust_stale_class_diskseq);
         g_test_add("/helper/trust/anchor-stick-copies-esp", Fixture, "", fixture_setup,

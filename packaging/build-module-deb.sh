@@ -134,15 +134,20 @@ for s in postinst postrm; do
     cat >"$root/DEBIAN/$s" <<EOF
 #!/bin/sh
 # $s of $pkg: modprobe must see the module the package brought or took away, and a btrfs root
-# loads btrfs from the initramfs
+# loads btrfs from the initramfs. Installed from outside the root (dpkg --root with
+# --force-script-chrootless: DPKG_ROOT set) depmod works on that root; update-initramfs cannot.
 set -e
 case "\$1" in
 configure|remove|purge|abort-install|abort-upgrade)
-    if command -v depmod >/dev/null 2>&1 && [ -d /lib/modules/$abi ]; then
-        depmod -a $abi
+    if command -v depmod >/dev/null 2>&1 && [ -d "\$DPKG_ROOT/lib/modules/$abi" ]; then
+        depmod -b "\${DPKG_ROOT:-/}" -a $abi
     fi
-    if [ -e /boot/initrd.img-$abi ] && command -v update-initramfs >/dev/null 2>&1; then
-        update-initramfs -u -k $abi
+    if [ -e "\$DPKG_ROOT/boot/initrd.img-$abi" ]; then
+        if [ -n "\$DPKG_ROOT" ]; then
+            echo "$pkg: the initramfs of $abi in \$DPKG_ROOT was not rebuilt (update-initramfs works only inside its root): run update-initramfs -u -k $abi there before it boots" >&2
+        elif command -v update-initramfs >/dev/null 2>&1; then
+            update-initramfs -u -k $abi
+        fi
     fi
     ;;
 esac

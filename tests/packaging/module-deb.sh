@@ -12,7 +12,8 @@
 #  - installed with `dpkg --root` into a throw-away Debian 12 root next to a stand-in
 #    linux-image-ABI package (the stock btrfs.ko of the image under kernel/fs/btrfs): its postinst's
 #    depmod makes modprobe pick updates/btrfs.ko; removed, depmod is back on the in-tree module and
-#    no file of the package is left.
+#    no file of the package is left; the same from outside the root (--force-script-chrootless,
+#    DPKG_ROOT set): depmod on the root only, this machine's modules.dep untouched.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$1
@@ -125,4 +126,20 @@ dpkg --root="$root" -P "$pkg" >"$work/dpkg-purge.log" 2>&1 || { cat "$work/dpkg-
 [ ! -e "$root/lib/modules/$ABI/updates/btrfs.ko" ] || fail "purged: updates/btrfs.ko left behind"
 [ "$(chosen)" = "/lib/modules/$ABI/kernel/fs/btrfs/btrfs.ko" ] || fail "purged: depmod picks $(chosen)"
 echo "ok: purged: back on $(chosen)"
+# the same from outside the root, as image builders and mmdebstrap's chrootless mode install
+# (DPKG_ROOT set): depmod works on the root, never on this machine's /lib/modules, and the
+# initramfs the root has is named as not rebuilt
+host_dep=/lib/modules/$ABI/modules.dep
+host_sum=$(sha256sum "$host_dep" 2>/dev/null || echo none)
+touch "$root/boot/initrd.img-$ABI"
+dpkg --root="$root" --force-script-chrootless -i "$deb" >"$work/dpkg-chrootless.log" 2>&1 ||
+    { cat "$work/dpkg-chrootless.log"; fail "dpkg --root --force-script-chrootless -i $pkg"; }
+[ "$(chosen)" = "/lib/modules/$ABI/updates/btrfs.ko" ] || fail "chrootless install: depmod picks $(chosen) in the root"
+grep -q "initramfs of $ABI in $root was not rebuilt" "$work/dpkg-chrootless.log" ||
+    { cat "$work/dpkg-chrootless.log"; fail "chrootless install: no word that the root's initramfs was not rebuilt"; }
+dpkg --root="$root" --force-script-chrootless -P "$pkg" >>"$work/dpkg-chrootless.log" 2>&1 ||
+    { cat "$work/dpkg-chrootless.log"; fail "dpkg --root --force-script-chrootless -P $pkg"; }
+[ "$(chosen)" = "/lib/modules/$ABI/kernel/fs/btrfs/btrfs.ko" ] || fail "chrootless purge: depmod picks $(chosen)"
+[ "$(sha256sum "$host_dep" 2>/dev/null || echo none)" = "$host_sum" ] || fail "chrootless: this machine's $host_dep changed"
+echo "ok: chrootless (DPKG_ROOT): depmod ran on the root only, the root's initramfs named as not rebuilt"
 echo "PASS: $pkg: Depends on linux-image-$ABI (= $SRCVER), /lib/modules/$ABI/updates/btrfs.ko with the series, chosen by depmod once installed, gone after purge"

@@ -171,7 +171,9 @@ if [ "$1" = install ] || [ "$1" = upgrade ]; then
     if [ -d "${BSG_EFI_DIR:-/sys/firmware/efi}" ]; then
         sb=$(od -An -t u1 -j 4 -N 1 "$v" 2>/dev/null | tr -d ' ') || sb=
         if [ "$sb" != 0 ]; then
-            echo "btrfs-scan-gate-modules: this btrfs.ko is unsigned and Secure Boot is ${sb:+on}${sb:-not known to be off} here: the kernel would refuse it and modprobe would not fall back to the in-tree btrfs. Build the package with --sign-key and --sign-cert (a key this machine trusts)." >&2
+            state="not known to be off"
+            [ -z "$sb" ] || state=on
+            echo "btrfs-scan-gate-modules: this btrfs.ko is unsigned and Secure Boot is $state here: the kernel would refuse it and modprobe would not fall back to the in-tree btrfs. Build the package with --sign-key and --sign-cert (a key this machine trusts)." >&2
             exit 1
         fi
     fi

@@ -5,8 +5,9 @@
 #   asan/NAME running TARGET-asan (with BSG_HELPER pointing at the asan helper) and
 #   valgrind/NAME running TARGET under memcheck (with BSG_HELPER_WRAPPER set so that the test also
 #   runs the helper it spawns under memcheck). NO_VALGRIND leaves the valgrind variant out (the
-#   event-order sweeps: thousands of helper runs over the code the other tests already take through
-#   memcheck; most of the valgrind time of the suite; ASan still runs them). Exit 77 means skipped.
+#   umockdev suite: hundreds of helper runs per test under memcheck, most of the suite's time on
+#   two cores, over code the unit, badinput and host suites take through memcheck; ASan runs it
+#   whole). Exit 77 means skipped.
 
 set(BSG_ASAN_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 find_program(VALGRIND_EXECUTABLE valgrind)

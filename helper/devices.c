@@ -1777,7 +1777,7 @@ static dev_t partition_devnum(const char *sysname, unsigned partn)
 }
 
 void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum, const char *event_id_path,
-                         bool derive, dev_t *devnums)
+                         dev_t *devnums)
 {
         _cleanup_udev_ struct udev *udev = NULL;
         struct dirent *de;
@@ -1794,7 +1794,7 @@ void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum,
                 event_disk_name++;
         /* two rounds: what udev already knows (the event's environment, the database), then, for the
          * disks whose event has not run yet and only while a name is left, path_id derived now */
-        for (int round = 0; round < (derive ? 2 : 1) && left; round++) {
+        for (int round = 0; round < 2 && left; round++) {
                 if (!(dir = opendir(SYS_CLASS_BLOCK)))
                         return;
                 while (left && (de = readdir(dir))) {

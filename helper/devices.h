@@ -148,11 +148,11 @@ bool bsg_devnum_is_trusted(dev_t devnum, const struct bsg_trust_inputs *in, bool
  * (and the legacy "virtio-P" forms of vd* disks), as 60-persistent-storage.rules makes the links;
  * left 0 if no disk is there now. ID_PATH comes from EVENT_ID_PATH for the disk of EVENT_DEVNUM (the
  * event's own device: its database entry is written after the rules ran), from the udev database for
- * disks whose event ran, and with DERIVE, while a name is left, from `udevadm test-builtin path_id`
+ * disks whose event ran, and, while a name is left, from `udevadm test-builtin path_id`
  * for the other disks that are not virtual (before udevd ran, or while their event is queued behind
  * this one): the same answer in every event order. */
 void bsg_resolve_by_path(const char *const *names, size_t n, dev_t event_devnum, const char *event_id_path,
-                         bool derive, dev_t *devnums);
+                         dev_t *devnums);
 
 /* The ID_PATH of the whole disk SYSNAME (the udev database's, else path_id derived now) into BUF.
  * Returns 0 or -errno (-ENOENT: it has none, as virtual devices). */

@@ -41,16 +41,16 @@ void load_trusted_disks(struct ctx *c)
         }
         for (size_t i = 0; i < n; i++)
                 devnums[i] = 0;
-        /* what udev knows (the event, the database); then a link that exists (also a form not made
-         * from ID_PATH: ID_PATH_ATA_COMPAT, an eMMC's -bootN, a link another rule or the administrator
-         * made); then, for what is left, path_id derived now (a disk whose event has not run) */
-        bsg_resolve_by_path(names, n, event_devnum, event_id_path, false, devnums);
+        /* a link that exists first: udev made it from the same ID_PATH (or from a form not made from
+         * ID_PATH: ID_PATH_ATA_COMPAT, an eMMC's -bootN, a link another rule or the administrator
+         * made), and a stat() costs no walk of every block device; then, for what is left, what udev
+         * knows (the event, the database), then path_id derived now (a disk whose event has not run) */
         for (size_t i = 0; i < n; i++) {
                 struct stat st;
-                if (!devnums[i] && stat(c->config.trusted_disks[i], &st) == 0 && S_ISBLK(st.st_mode))
+                if (stat(c->config.trusted_disks[i], &st) == 0 && S_ISBLK(st.st_mode))
                         devnums[i] = st.st_rdev;
         }
-        bsg_resolve_by_path(names, n, event_devnum, event_id_path, true, devnums);
+        bsg_resolve_by_path(names, n, event_devnum, event_id_path, devnums);
         for (size_t i = 0; i < n; i++) {
                 if (!devnums[i]) {
                         log_debug("trusted_disk=%s: no disk at that place, ignoring", c->config.trusted_disks[i]);

@@ -1339,16 +1339,18 @@ static size_t probe_table(int fd, char *out, size_t size)
  * out). Not the kernel's partitions: those are what it read last and stay until a re-read (BLKRRPART,
  * which fails while the disk is busy); mkfs.btrfs zeroes the first 2 MiB of a whole disk, table
  * included, so a btrfs superblock beside a table is older than the table. Returns 1 (a table, or two
- * that disagree), 0 (none), or -EIO (the probe failed: the read is in doubt). */
+ * that disagree), 0 (none), or -EAGAIN (the probe failed, out of memory or an error reading the
+ * table's sectors: the device has a btrfs superblock and may be anyone's twin, so it is in doubt as
+ * after a timeout, not merely unreadable). */
 static int carries_table(int fd)
 {
         _cleanup_blkid_probe_ blkid_probe pr = blkid_new_probe();
 
         if (!pr || blkid_probe_set_device(pr, fd, 0, 0) != 0 || blkid_probe_enable_superblocks(pr, 0) != 0 ||
             blkid_probe_enable_partitions(pr, 1) != 0)
-                return -EIO;
+                return -EAGAIN;
         int r = blkid_do_safeprobe(pr);
-        return r == 1 ? 0 : r == 0 || r == -2 ? 1 : -EIO;
+        return r == 1 ? 0 : r == 0 || r == -2 ? 1 : -EAGAIN;
 }
 
 /* The child: one open and one pread per device of ORDER[START..N), results streamed into the pipe; a
@@ -1440,7 +1442,9 @@ static void classify(struct bsg_dev *d, const uint8_t *buf, int result)
         d->read_result = result;
         if (result < 0) {
                 d->parse_result = BSG_SB_NOT_BTRFS;
-                d->problem = result == -ETIMEDOUT ? "read did not finish in time" : "read failed";
+                d->problem = result == -ETIMEDOUT ? "read did not finish in time"
+                             : result == -EAGAIN  ? "partition table probe failed"
+                                                  : "read failed";
                 return;
         }
         d->parse_result = bsg_superblock_parse(buf, (size_t)result, &d->sb, &d->problem);

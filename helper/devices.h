@@ -4,6 +4,7 @@
  * deadline. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +48,8 @@ struct bsg_dev {
         const char *skip_read_why;
 
         /* the read */
-        int read_result; /* bytes read or -errno (-ETIMEDOUT: the read did not finish in time) */
+        int read_result; /* bytes read or -errno (-ETIMEDOUT: the read did not finish in time; -EAGAIN:
+                          * a btrfs superblock, but its disk's partition table could not be probed) */
         int parse_result; /* bsg_superblock_parse(): 0 or BSG_SB_* */
         bool carries_table; /* a whole disk with a btrfs magic whose own bytes carry a partition table
                              * (libblkid): the superblock is older than the table */
@@ -129,6 +131,12 @@ bool is_trusted_storage(const struct bsg_trust_facts *f, const struct bsg_trust_
 void bsg_devs_set_class(struct bsg_devs *devs);
 /* Sets D's class now (from sysfs, without the udev properties yet) and returns whether it is fixed. */
 bool bsg_dev_class_fixed(struct bsg_dev *d);
+
+/* A read whose device may be anyone's twin: it did not finish, or its partition table probe failed. */
+static inline bool bsg_read_in_doubt(int read_result)
+{
+        return read_result == -ETIMEDOUT || read_result == -EAGAIN;
+}
 
 /* The class of the device DEVNUM from sysfs (what bsg_devs_set_class() sets), for an inventory record
  * of an older helper. Returns 0, -ENODEV (no such device), -ENOMEM. */

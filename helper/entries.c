@@ -164,7 +164,7 @@ int entries_build(struct ctx *c)
                         /* not read now (an `add` whose entry is current), or unreadable now (timeout,
                          * EIO): what it was when it was last read */
                         entry_from_record(e, rec);
-                else if (d->read_result == -ETIMEDOUT || (d->skip_read && !d->skip_read_why))
+                else if (bsg_read_in_doubt(d->read_result) || (d->skip_read && !d->skip_read_why))
                         e->pd.state = BSG_DEV_UNKNOWN; /* nothing known: it may be anyone's twin */
                 else if (e->unanswered && d->read_result != -ENOENT && d->read_result != -ENXIO &&
                          d->read_result != -ENODEV && d->read_result != -ENOMEDIUM && d->read_result != -EISDIR)

@@ -43,7 +43,7 @@ static int record_of_read(const struct bsg_dev *d, const struct entry *e, bool r
 
         if (!d->devnum)
                 return -ENODATA;
-        if (e->pd.state == BSG_DEV_UNKNOWN && d->read_result == -ETIMEDOUT)
+        if (e->pd.state == BSG_DEV_UNKNOWN && bsg_read_in_doubt(d->read_result))
                 rec.kind = BSG_RECORD_UNKNOWN;
         else if (d->skip_read && d->skip_read_why && streq(d->skip_read_why, "no media"))
                 rec.kind = BSG_RECORD_NOT_BTRFS;
@@ -209,6 +209,9 @@ static void log_reads(struct ctx *c)
                 const struct bsg_dev *d = &c->devs.v[i];
                 if (d->read_result == -ETIMEDOUT)
                         log_msg("%s: superblock read did not finish within the timeout, ignoring", d->devnode);
+                else if (d->read_result == -EAGAIN)
+                        log_msg("%s: btrfs superblock read, but its partition table could not be probed: in doubt",
+                                d->devnode);
                 else if (d->read_result == -ENOMEDIUM)
                         log_debug("%s: superblock read failed: %s", d->devnode, strerror(-d->read_result));
                 else if (d->read_result < 0 && d->read_result != -ENODATA)

@@ -81,7 +81,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
     fail "Depends: $(field Depends)"
 [ "$(field Conflicts)" = btrfs-scan-gate-dkms ] || fail "Conflicts: $(field Conflicts)"
 for s in postinst postrm; do
-    grep -q "depmod -a $ABI" <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO "./$s") || fail "$s does not run depmod -a $ABI"
+    grep -Eq "depmod (-b [^ ]+ )?-a $ABI" <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO "./$s") || fail "$s does not run depmod -a $ABI"
 done
 # the files
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sort >"$work/files.txt"

@@ -6,10 +6,11 @@
  * sysfs, the configuration and udev's database; never opens the device, takes no lock. A device it
  * outranks that udev linked first is sent a change event. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <libudev.h>
 
@@ -49,62 +50,79 @@ static bool record_withheld(struct udev_device *dev)
 
 /* The devices of udev's database that carry one of SELF's names, and SELF, decided by the one rank
  * rule (rank.h); a device it outranks whose record does not withhold it yet is sent a change event
- * (it came first). Returns whether SELF is outranked. */
+ * (it came first). Every carrier counts, however many a medium shows. Returns whether SELF is
+ * outranked; out of memory it is unless trusted (fail closed). */
 static bool decide_collisions(struct ctx *c, struct bsg_device *self, dev_t self_devnum)
 {
-        struct bsg_device devs[64];
-        dev_t devnums[64];
-        char sysnames[64][256];
+        _cleanup_free_ struct bsg_device *devs = malloc(sizeof(*devs));
+        _cleanup_free_ dev_t *stale = malloc(sizeof(*stale)); /* a lower rank already linked, or 0 */
+        _cleanup_free_ bool *outranked = NULL;
         size_t n = 1;
-        bool any = false;
+        bool any = false, failed = !devs || !stale;
 
         for (size_t k = 0; k < _BSG_NAME_MAX; k++)
                 any |= !isempty(self->names[k]);
+        if (failed || !any)
+                goto decide;
         devs[0] = *self;
-        struct udev *udev = any ? udev_new() : NULL;
+        struct udev *udev = udev_new();
         struct udev_enumerate *en = udev ? udev_enumerate_new(udev) : NULL;
-        if (en && udev_enumerate_add_match_subsystem(en, "block") >= 0 && udev_enumerate_scan_devices(en) >= 0) {
-                struct udev_list_entry *le;
-                udev_list_entry_foreach(le, udev_enumerate_get_list_entry(en)) {
-                        struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
-                        if (!dev)
-                                continue;
-                        dev_t devnum = udev_device_get_devnum(dev);
-                        struct bsg_device o = {.state = BSG_DEV_NOT_BTRFS};
-                        bool match = false;
-                        for (size_t k = 0; k < _BSG_NAME_MAX; k++) {
-                                const char *v = udev_device_get_property_value(dev, name_keys[k]);
-                                o.names[k] = NULL;
-                                if (isempty(v) || isempty(self->names[k]))
-                                        continue;
-                                if (bsg_name_equal(k, v, self->names[k])) {
-                                        o.names[k] = self->names[k]; /* the shared name is all that counts */
-                                        match = true;
-                                }
+        if (!en || udev_enumerate_add_match_subsystem(en, "block") < 0 || udev_enumerate_scan_devices(en) < 0)
+                failed = true;
+        struct udev_list_entry *le;
+        udev_list_entry_foreach(le, en && !failed ? udev_enumerate_get_list_entry(en) : NULL) {
+                struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
+                if (!dev)
+                        continue;
+                dev_t devnum = udev_device_get_devnum(dev);
+                struct bsg_device o = {.state = BSG_DEV_NOT_BTRFS};
+                bool match = false;
+                for (size_t k = 0; k < _BSG_NAME_MAX; k++) {
+                        const char *v = udev_device_get_property_value(dev, name_keys[k]);
+                        if (!isempty(v) && !isempty(self->names[k]) && bsg_name_equal(k, v, self->names[k])) {
+                                o.names[k] = self->names[k]; /* the shared name is all that counts */
+                                match = true;
                         }
-                        if (match && devnum && devnum != self_devnum && n < ELEMENTSOF(devs)) {
-                                o.rank = rank_of_devnum(c, devnum);
-                                /* a lower rank already linked: its record is stale */
-                                devnums[n] = record_withheld(dev) ? 0 : devnum;
-                                snprintf(sysnames[n], sizeof(sysnames[n]), "%s", udev_device_get_sysname(dev));
-                                devs[n++] = o;
-                        }
-                        udev_device_unref(dev);
                 }
+                if (match && devnum && devnum != self_devnum) {
+                        struct bsg_device *nd = realloc(devs, (n + 1) * sizeof(*devs));
+                        devs = nd ? nd : devs;
+                        dev_t *ns = nd ? realloc(stale, (n + 1) * sizeof(*stale)) : NULL;
+                        stale = ns ? ns : stale;
+                        if (!ns) {
+                                failed = true;
+                                udev_device_unref(dev);
+                                break;
+                        }
+                        o.rank = rank_of_devnum(c, devnum);
+                        stale[n] = record_withheld(dev) ? 0 : devnum;
+                        devs[n++] = o;
+                }
+                udev_device_unref(dev);
         }
         if (en)
                 udev_enumerate_unref(en);
         if (udev)
                 udev_unref(udev);
-        bool outranked[ELEMENTSOF(devs)];
-        if (bsg_outranked(devs, n, outranked) < 0)
+        outranked = failed ? NULL : calloc(n, sizeof(*outranked));
+        if (!outranked || bsg_outranked(devs, n, outranked) < 0)
+                failed = true;
+decide:
+        if (failed) {
                 add_error(c, "out-of-memory");
+                return self->untrusted;
+        }
+        if (!any)
+                return false;
         const char *why = getenv("SYNTH_ARG_BSG");
         for (size_t i = 1; i < n && !c->dry_run && !(why && streq(why, "reannounced")); i++)
-                if (outranked[i] && devnums[i]) {
-                        char devnode[300];
-                        snprintf(devnode, sizeof(devnode), "/dev/%.255s", sysnames[i]);
-                        reannounce_device(c, sysnames[i], devnode, "a device of a higher rank carries one of its names");
+                if (outranked[i] && stale[i]) {
+                        char link[PATH_MAX], devnode[300];
+                        const char *name = bsg_sysname_of_devnum(stale[i], link, sizeof(link));
+                        if (!name)
+                                continue; /* gone meanwhile: it has no link to lose */
+                        snprintf(devnode, sizeof(devnode), "/dev/%.255s", name);
+                        reannounce_device(c, name, devnode, "a device of a higher rank carries one of its names");
                 }
         return outranked[0];
 }

@@ -2275,6 +2275,37 @@ static void test_rank_partlabel_encoded(Fixture *f, gconstpointer data)
         run_clear(&r);
 }
 
+/* However many partitions a stick shows with a name of the root partition, the `trust` verb weighs
+ * every carrier: each partition that came first (its record withholds nothing) is re-announced, so
+ * that its replayed event withholds it. On 4678f73 the verb kept the first 63 carriers it enumerated:
+ * partitions past them kept the links they had taken. */
+static void test_rank_many_carriers(Fixture *f, gconstpointer data)
+{
+        static const DevSpec root = {.node = "sda4", .disk = "sda", .partn = 4, .partlabel = "Linux filesystem"};
+        DevSpec parts[70];
+        char names[G_N_ELEMENTS(parts)][8];
+        g_autofree char *devnode = devnode_of(&root);
+        const char *trust_args[] = {"trust", devnode, NULL};
+        Run r;
+
+        set_config(f, "");
+        set_cmdline(f, RANK_CMDLINE);
+        world_add(f, &root);
+        for (gsize i = 0; i < G_N_ELEMENTS(parts); i++) {
+                g_snprintf(names[i], sizeof(names[i]), "sdh%zu", i + 1);
+                parts[i] = (DevSpec){.node = names[i], .disk = "sdh", .partn = (int)i + 1, .removable = TRUE,
+                                     .partlabel = "Linux filesystem"};
+                world_add(f, &parts[i]);
+        }
+        run_helper_env(f, &root, &r, trust_args);
+        assert_kv(&r, "TRUSTED", "1");
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"));
+        run_clear(&r);
+        for (gsize i = 0; i < G_N_ELEMENTS(parts); i++)
+                if (!reannounced(f, names[i]))
+                        g_error("%s (a stick partition named like the root) was not re-announced", names[i]);
+}
+
 /* Ties (review finding 9): a fixed disk the boot does not name outranks a stick carrying the same
  * filesystem: the disk's copy is scanned, the stick's withheld, in both event orders. 5430f93 gave
  * both the same answer (`skip untrusted`). */
@@ -4364,6 +4395,7 @@ int main(int argc, char **argv)
         add("/helper/rank/stick-first", test_rank_stick_first);
         add("/helper/rank/cloned-seeds", test_rank_cloned_seeds);
         add("/helper/rank/partlabel-encoded", test_rank_partlabel_encoded);
+        add("/helper/rank/many-carriers", test_rank_many_carriers);
         g_test_add("/helper/rank/fixed-outranks-stick/fixed-first", Fixture, "fixed-first", fixture_setup,
                    test_rank_fixed_outranks_stick, fixture_teardown);
         g_test_add("/helper/rank/fixed-outranks-stick/stick-first", Fixture, "stick-first", fixture_setup,

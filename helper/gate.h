@@ -84,7 +84,7 @@ struct ctx {
         struct bsg_rauc_conf rauc;      /* slots from RAUC's system.conf (issue 12) */
         dev_t *rauc_rdev;               /* the device number each rauc slot's device= names, 0 unknown */
         struct bsg_partsets partsets;   /* SteamOS partsets */
-        struct bsg_reserved reserved;   /* the names the system mounts by (root=, fstab, RAUC, partsets) */
+        struct bsg_reserved reserved;   /* the names the system mounts by (root=, fstab, crypttab, units, RAUC, partsets) */
         bool reserved_lost;             /* one of their sources could not be read: every name is reserved */
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
@@ -168,7 +168,8 @@ void load_kernel_state(struct ctx *c);
 /* Slots from the platform: RAUC's system.conf (c->rauc, c->rauc_rdev) and SteamOS's partsets. */
 void load_platform_slots(struct ctx *c);
 /* The names the system mounts by into c->reserved: root= and rootflags=device= of the command line,
- * /etc/fstab's sources, RAUC's slot devices, SteamOS's partsets (after load_platform_slots()). */
+ * the sources of /etc/fstab, /etc/crypttab and /etc/systemd/system's .mount and .swap units, RAUC's
+ * slot devices, SteamOS's partsets (after load_platform_slots()). */
 void load_reserved_names(struct ctx *c);
 
 /* active.c: the slots of this run, over the entries */

@@ -133,9 +133,31 @@ void load_platform_slots(struct ctx *c)
         closedir(dir);
 }
 
+enum reserved_source { FSTAB, CRYPTTAB, UNIT };
+
+/* Adds the sources PATH names (an fstab, a crypttab or a unit) to the reserved names; 0, or -ENOMEM.
+ * A file that is there but cannot be read loses them: every name is taken for one (reserved_lost). */
+static int reserve_from(struct ctx *c, const char *path, enum reserved_source kind)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = bsg_read_file(path, 1024 * 1024, &text, NULL);
+
+        if (r < 0 && r != -ENOENT) {
+                log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
+                        path, strerror(-r));
+                c->reserved_lost = true;
+        }
+        if (r < 0)
+                return 0;
+        return kind == UNIT ? bsg_reserved_add_unit(&c->reserved, text)
+                            : bsg_reserved_add_tab(&c->reserved, text, kind == CRYPTTAB);
+}
+
 void load_reserved_names(struct ctx *c)
 {
-        _cleanup_free_ char *root = NULL, *rootflags = NULL, *fstab = NULL;
+        _cleanup_free_ char *root = NULL, *rootflags = NULL;
+        const char *units = bsg_unit_dir();
+        DIR *dir;
         int r = 0;
 
         if (c->cmdline) {
@@ -146,14 +168,22 @@ void load_reserved_names(struct ctx *c)
                                bsg_reserved_add_options(&c->reserved, rootflags) < 0))
                         r = -ENOMEM;
         }
-        int f = bsg_read_file(bsg_fstab_path(), 1024 * 1024, &fstab, NULL);
-        if (f < 0 && f != -ENOENT) {
-                log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
-                        bsg_fstab_path(), strerror(-f));
-                c->reserved_lost = true;
+        if (r >= 0)
+                r = reserve_from(c, bsg_fstab_path(), FSTAB);
+        if (r >= 0)
+                r = reserve_from(c, bsg_crypttab_path(), CRYPTTAB);
+        /* the units a person wrote (a generator's come from fstab and crypttab, read above) */
+        if (r >= 0 && (dir = opendir(units))) {
+                struct dirent *de;
+                while (r >= 0 && (de = readdir(dir))) {
+                        char path[PATH_MAX];
+                        if (de->d_name[0] == '.' || !(endswith(de->d_name, ".mount") || endswith(de->d_name, ".swap")) ||
+                            (size_t)snprintf(path, sizeof(path), "%s/%s", units, de->d_name) >= sizeof(path))
+                                continue;
+                        r = reserve_from(c, path, UNIT);
+                }
+                closedir(dir);
         }
-        if (r >= 0 && f >= 0)
-                r = bsg_reserved_add_fstab(&c->reserved, fstab);
         for (size_t i = 0; r >= 0 && i < c->rauc.n; i++)
                 r = bsg_reserved_add(&c->reserved, c->rauc.v[i].device);
         for (size_t i = 0; r >= 0 && i < c->partsets.n; i++) {

@@ -80,6 +80,16 @@ const char *bsg_fstab_path(void)
         return env_or("BTRFS_SCAN_GATE_FSTAB", "/etc/fstab");
 }
 
+const char *bsg_crypttab_path(void)
+{
+        return env_or("BTRFS_SCAN_GATE_CRYPTTAB", "/etc/crypttab");
+}
+
+const char *bsg_unit_dir(void)
+{
+        return env_or("BTRFS_SCAN_GATE_UNITDIR", "/etc/systemd/system");
+}
+
 const char *bsg_config_path(void)
 {
         return env_or("BTRFS_SCAN_GATE_CONFIG", "/etc/btrfs-scan-gate.conf");

@@ -23,6 +23,8 @@ const char *bsg_trusted_paths_seam(void); /* test build: $BTRFS_SCAN_GATE_TRUSTE
 const char *bsg_config_path(void);    /* $BTRFS_SCAN_GATE_CONFIG or /etc/btrfs-scan-gate.conf */
 const char *bsg_efivars_path(void);   /* $BTRFS_SCAN_GATE_EFIVARS or /sys/firmware/efi/efivars */
 const char *bsg_fstab_path(void);     /* $BTRFS_SCAN_GATE_FSTAB or /etc/fstab */
+const char *bsg_crypttab_path(void);  /* $BTRFS_SCAN_GATE_CRYPTTAB or /etc/crypttab */
+const char *bsg_unit_dir(void);       /* $BTRFS_SCAN_GATE_UNITDIR or /etc/systemd/system */
 const char *bsg_dm_control_path(void); /* $BTRFS_SCAN_GATE_DM_CONTROL or /dev/mapper/control */
 
 /* The table of the device-mapper device DEVNUM as the kernel reports it (DM_TABLE_STATUS with

@@ -56,7 +56,7 @@ static void help(void)
                "                 root=PARTUUID=, RAUC device=; named by trusted_disk=; dm/md over those;\n"
                "                 where the boot names no disk, fixed storage), and whether it is withheld\n"
                "                 (a higher rank carries one of its names, or it carries a name the system\n"
-               "                 mounts by: root=, fstab, RAUC, partsets)\n"
+               "                 mounts by: root=, fstab, crypttab, units, RAUC, partsets)\n"
                "  status         first line: the verdict (protected by the skip list or by temp-fsid, helper\n"
                "                 only, or NOT PROTECTED with the reason and the fix); then every btrfs\n"
                "                 device, its decision and reason, the kernel's capabilities, the installed\n"

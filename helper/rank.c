@@ -110,19 +110,38 @@ int bsg_reserved_add_options(struct bsg_reserved *r, const char *options)
         return 0;
 }
 
-int bsg_reserved_add_fstab(struct bsg_reserved *r, const char *text)
+int bsg_reserved_add_tab(struct bsg_reserved *r, const char *text, bool crypttab)
 {
         for (const char *p = text; p && *p;) {
                 const char *end = strchrnul(p, '\n');
                 _cleanup_free_ char *line = strndup(p, (size_t)(end - p));
                 if (!line)
                         return -ENOMEM;
-                char *save = NULL, *spec = strtok_r(line, " \t", &save);
-                if (spec && spec[0] != '#') {
-                        (void)strtok_r(NULL, " \t", &save); /* the mount point */
-                        (void)strtok_r(NULL, " \t", &save); /* the type */
-                        const char *opts = strtok_r(NULL, " \t", &save);
+                char *save = NULL, *first = strtok_r(line, " \t", &save);
+                if (first && first[0] != '#') {
+                        /* fstab: source, mount point, type, options; crypttab: name, source */
+                        const char *spec = crypttab ? strtok_r(NULL, " \t", &save) : first;
+                        (void)strtok_r(NULL, " \t", &save);
+                        (void)strtok_r(NULL, " \t", &save);
+                        const char *opts = crypttab ? NULL : strtok_r(NULL, " \t", &save);
                         if (bsg_reserved_add(r, spec) < 0 || bsg_reserved_add_options(r, opts) < 0)
+                                return -ENOMEM;
+                }
+                p = *end ? end + 1 : end;
+        }
+        return 0;
+}
+
+int bsg_reserved_add_unit(struct bsg_reserved *r, const char *text)
+{
+        for (const char *p = text; p && *p;) {
+                const char *end = strchrnul(p, '\n');
+                p += strspn(p, " \t");
+                if (strncmp(p, "What=", 5) == 0) {
+                        const char *v = p + 5, *e = end;
+                        while (e > v && strchr(" \t\r", e[-1]))
+                                e--;
+                        if (reserved_add_n(r, v, (size_t)(e - v)) < 0)
                                 return -ENOMEM;
                 }
                 p = *end ? end + 1 : end;

@@ -12,8 +12,8 @@
 
 #include "policy.h"
 
-/* The names the system mounts by: root=, rootflags=device=, /etc/fstab's sources, RAUC's slot
- * devices, SteamOS's partsets. */
+/* The names the system mounts by: root=, rootflags=device=, the sources of /etc/fstab, /etc/crypttab
+ * and the .mount units of /etc/systemd/system, RAUC's slot devices, SteamOS's partsets. */
 struct bsg_reserved_name {
         enum bsg_name_kind kind;
         char *value;
@@ -27,9 +27,11 @@ struct bsg_reserved {
  * /dev/disk/by-{uuid,label,partuuid,partlabel}/ link (udev's \xHH escapes undone). Returns 1 when
  * added, 0 when SPEC names no such thing (a kernel name, by-path, a network source), -ENOMEM. */
 int bsg_reserved_add(struct bsg_reserved *r, const char *spec);
-/* Adds the source (first field) of every fstab line of TEXT and every device= of its btrfs options.
- * Returns 0 or -ENOMEM. */
-int bsg_reserved_add_fstab(struct bsg_reserved *r, const char *text);
+/* Adds the source of every line of TEXT, an fstab (the first field, and every device= of its btrfs
+ * options) or a crypttab (the second field). Returns 0 or -ENOMEM. */
+int bsg_reserved_add_tab(struct bsg_reserved *r, const char *text, bool crypttab);
+/* Adds the What= of a systemd .mount, .swap or .automount unit's TEXT. Returns 0 or -ENOMEM. */
+int bsg_reserved_add_unit(struct bsg_reserved *r, const char *text);
 /* Adds every device= of a btrfs mount option string (rootflags=). Returns 0 or -ENOMEM. */
 int bsg_reserved_add_options(struct bsg_reserved *r, const char *options);
 void bsg_reserved_free(struct bsg_reserved *r);

@@ -85,6 +85,12 @@ static inline bool isempty(const char *s)
         return !s || s[0] == '\0';
 }
 
+static inline bool endswith(const char *s, const char *suffix)
+{
+        size_t l = strlen(s), n = strlen(suffix);
+        return l >= n && memcmp(s + l - n, suffix, n) == 0;
+}
+
 /* The value of hex digit C (either case), or -1. */
 static inline int hexval(char c)
 {

@@ -71,7 +71,7 @@ static void log_security_reason(const struct entry *t, bool acting)
                         "devices: mount -o device=%s ...)%s",
                         t->devnode,
                         t->pd.reserved && t->pd.rank == BSG_RANK_HOTPLUG
-                                ? "carries a name the system mounts by (root=, fstab, RAUC, partsets), and is not "
+                                ? "carries a name the system mounts by (root=, fstab, crypttab, units, RAUC, partsets), and is not "
                                          "trusted storage"
                                        : "a device of a higher rank (trusted storage, then fixed storage, then "
                                          "hot-pluggable media) carries its filesystem or one of its /dev/disk names",

@@ -863,9 +863,13 @@ static char **helper_env(Fixture *f, const DevSpec *s)
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_RUNDIR", f->rundir, TRUE);
         g_autofree char *efivars = g_build_filename(f->dir, "efivars", NULL);
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_EFIVARS", efivars, TRUE);
-        /* no fstab unless a test writes one (never the host's) */
+        /* no fstab, crypttab or unit unless a test writes one (never the host's) */
         g_autofree char *fstab = g_build_filename(f->dir, "fstab", NULL);
         env = g_environ_setenv(env, "BTRFS_SCAN_GATE_FSTAB", fstab, TRUE);
+        g_autofree char *crypttab = g_build_filename(f->dir, "crypttab", NULL);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_CRYPTTAB", crypttab, TRUE);
+        g_autofree char *units = g_build_filename(f->dir, "units", NULL);
+        env = g_environ_setenv(env, "BTRFS_SCAN_GATE_UNITDIR", units, TRUE);
         /* udevadm test-builtin path_id: the files of set_derived_id_path(), never the host's udevadm */
         g_autofree char *udevadm = g_build_filename(f->dir, "udevadm", NULL);
         write_file(udevadm, "#!/bin/sh\n[ \"$1 $2\" = \"test-builtin path_id\" ] || exit 2\n"
@@ -2186,6 +2190,23 @@ static void test_rank_reserved_alone(Fixture *f, gconstpointer data)
         run_helper_env(f, &esp_stick, &r, trust_args);
         g_assert_null(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"));
         run_clear(&r);
+        /* the sources of /etc/crypttab and of a .mount unit are names the system mounts by too (on
+         * 7b7eee0 neither was read: a stick carrying a LUKS UUID crypttab names was not withheld) */
+        g_autofree char *crypttab = g_build_filename(f->dir, "crypttab", NULL);
+        g_autofree char *units = g_build_filename(f->dir, "units", NULL);
+        g_autofree char *unit = g_build_filename(units, "boot-efi.mount", NULL);
+        write_file(crypttab, "# <target name> <source device> <key file> <options>\n"
+                             "cryptdata LABEL=ESP none luks,discard\n", -1);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
+        g_assert_cmpint(unlink(crypttab), ==, 0);
+        g_assert_cmpint(g_mkdir_with_parents(units, 0755), ==, 0);
+        write_file(unit, "[Mount]\n  What=/dev/disk/by-label/ESP  \nWhere=/boot/efi\n", -1);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
+        g_assert_cmpint(unlink(unit), ==, 0);
 }
 
 /* The event order of review finding 1 with a name nothing reserves: the stick's event comes first

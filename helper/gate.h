@@ -118,6 +118,12 @@ void trust_input_lost(struct ctx *c, const char *what, int err);
  * verb's answers of a first coldplug, made before the anchor was known, and answers of an anchor
  * that changed). Not in a dry run, a replay, or a run that lost an input. */
 void reannounce_trust_changed(struct ctx *c);
+/* The devices of udev's database that carry one of SELF's /dev/disk names (OTHER_FS_ONLY: those
+ * without btrfs, which the inventory does not decide), and SELF, decided by the one rank rule
+ * (rank.h); a device SELF outranks whose record does not withhold it yet is sent a change event (it
+ * came first). Every carrier counts, however many a medium shows. Returns whether SELF is outranked;
+ * out of memory it is unless trusted (fail closed). */
+bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_devnum, bool other_fs_only);
 
 /* messages (gate.c) */
 extern bool arg_verbose;

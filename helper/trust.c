@@ -443,3 +443,109 @@ void reannounce_trust_changed(struct ctx *c)
         if (r < 0)
                 log_msg("cannot write %s, ignoring: %s", path, strerror(-r));
 }
+
+/* udev's property of each name a shared /dev/disk link is made from */
+static const char *const name_keys[_BSG_NAME_MAX] = {
+        [BSG_NAME_UUID] = "ID_FS_UUID",
+        [BSG_NAME_LABEL] = "ID_FS_LABEL_ENC", /* ID_FS_LABEL has whitespace turned into '_' */
+        [BSG_NAME_PARTUUID] = "ID_PART_ENTRY_UUID",
+        [BSG_NAME_PARTLABEL] = "ID_PART_ENTRY_NAME",
+};
+
+static enum bsg_rank rank_of_devnum(const struct ctx *c, dev_t devnum)
+{
+        bool by_config, fixed = false, stacked;
+        const char *why;
+
+        if (bsg_devnum_is_trusted(devnum, &c->trust_in, &by_config))
+                return BSG_RANK_TRUSTED;
+        return bsg_devnum_class(devnum, &fixed, &why, &stacked) == 0 && fixed ? BSG_RANK_FIXED : BSG_RANK_HOTPLUG;
+}
+
+/* Whether the udev record of DEV already withholds it (this verb's answer, or the udev verb's). */
+static bool record_withheld(struct udev_device *dev)
+{
+        const char *w = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_WITHHELD");
+        const char *r = udev_device_get_property_value(dev, "BTRFS_SCAN_GATE_REASON");
+        return (w && streq(w, "1")) || (r && streq(r, "outranked"));
+}
+
+bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_devnum, bool other_fs_only)
+{
+        _cleanup_free_ struct bsg_device *devs = malloc(sizeof(*devs));
+        _cleanup_free_ dev_t *stale = malloc(sizeof(*stale)); /* a lower rank already linked, or 0 */
+        _cleanup_free_ bool *outranked = NULL;
+        size_t n = 1;
+        bool any = false, failed = !devs || !stale;
+
+        for (size_t k = 0; k < _BSG_NAME_MAX; k++)
+                any |= !isempty(self->names[k]);
+        if (failed || !any)
+                goto decide;
+        devs[0] = *self;
+        struct udev *udev = udev_new();
+        struct udev_enumerate *en = udev ? udev_enumerate_new(udev) : NULL;
+        if (!en || udev_enumerate_add_match_subsystem(en, "block") < 0 || udev_enumerate_scan_devices(en) < 0)
+                failed = true;
+        struct udev_list_entry *le;
+        udev_list_entry_foreach(le, en && !failed ? udev_enumerate_get_list_entry(en) : NULL) {
+                struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
+                if (!dev)
+                        continue;
+                dev_t devnum = udev_device_get_devnum(dev);
+                const char *fs = udev_device_get_property_value(dev, "ID_FS_TYPE");
+                struct bsg_device o = {.state = BSG_DEV_NOT_BTRFS};
+                if (other_fs_only && fs && streq(fs, "btrfs")) {
+                        udev_device_unref(dev); /* the inventory decides it */
+                        continue;
+                }
+                bool match = false;
+                for (size_t k = 0; k < _BSG_NAME_MAX; k++) {
+                        const char *v = udev_device_get_property_value(dev, name_keys[k]);
+                        if (!isempty(v) && !isempty(self->names[k]) && bsg_name_equal(k, v, self->names[k])) {
+                                o.names[k] = self->names[k]; /* the shared name is all that counts */
+                                match = true;
+                        }
+                }
+                if (match && devnum && devnum != self_devnum) {
+                        struct bsg_device *nd = realloc(devs, (n + 1) * sizeof(*devs));
+                        devs = nd ? nd : devs;
+                        dev_t *ns = nd ? realloc(stale, (n + 1) * sizeof(*stale)) : NULL;
+                        stale = ns ? ns : stale;
+                        if (!ns) {
+                                failed = true;
+                                udev_device_unref(dev);
+                                break;
+                        }
+                        o.rank = rank_of_devnum(c, devnum);
+                        stale[n] = record_withheld(dev) ? 0 : devnum;
+                        devs[n++] = o;
+                }
+                udev_device_unref(dev);
+        }
+        if (en)
+                udev_enumerate_unref(en);
+        if (udev)
+                udev_unref(udev);
+        outranked = failed ? NULL : calloc(n, sizeof(*outranked));
+        if (!outranked || bsg_outranked(devs, n, outranked) < 0)
+                failed = true;
+decide:
+        if (failed) {
+                add_error(c, "out-of-memory");
+                return self->untrusted;
+        }
+        if (!any)
+                return false;
+        const char *why = getenv("SYNTH_ARG_BSG");
+        for (size_t i = 1; i < n && !c->dry_run && !(why && streq(why, "reannounced")); i++)
+                if (outranked[i] && stale[i]) {
+                        char link[PATH_MAX], devnode[300];
+                        const char *name = bsg_sysname_of_devnum(stale[i], link, sizeof(link));
+                        if (!name)
+                                continue; /* gone meanwhile: it has no link to lose */
+                        snprintf(devnode, sizeof(devnode), "/dev/%.255s", name);
+                        reannounce_device(c, name, devnode, "a device of a higher rank carries one of its names");
+                }
+        return outranked[0];
+}

@@ -237,6 +237,24 @@ static void reannounce_after_remove(struct ctx *c)
         }
 }
 
+/* A device of a lower rank without btrfs (a stick's partition named like this one, with its PARTUUID
+ * or its filesystem's UUID or label) that came before it owns the shared links: when T appears (its
+ * `add`), such devices are sent a change event, whose `trust` verb withholds them. Devices with btrfs
+ * are the inventory's (reannounce_stale()). */
+static void withhold_earlier_carriers(struct ctx *c, const struct entry *t)
+{
+        const char *action = getenv("ACTION"), *why = getenv("SYNTH_ARG_BSG");
+        struct bsg_device self = t->pd;
+        char fsid[37];
+
+        if (!action || !streq(action, "add") || (why && streq(why, "reannounced")) || t->pd.state != BSG_DEV_BTRFS ||
+            t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
+                return;
+        bsg_uuid_format(self.fsid, fsid);
+        self.names[BSG_NAME_UUID] = fsid;
+        (void)name_collisions(c, &self, t->devnum, true);
+}
+
 int run_udev(struct ctx *c)
 {
         ssize_t ti = -1;
@@ -291,6 +309,7 @@ int run_udev(struct ctx *c)
                 log_decision(c, t);
                 reannounce_stale(c, t, d);
                 reannounce_trust_changed(c);
+                withhold_earlier_carriers(c, t);
         }
         else if (t->v.decision == BSG_SKIP)
                 add_token(c->actions, sizeof(c->actions), "skipped");

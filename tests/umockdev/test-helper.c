@@ -2327,6 +2327,36 @@ static void test_rank_many_carriers(Fixture *f, gconstpointer data)
                         g_error("%s (a stick partition named like the root) was not re-announced", names[i]);
 }
 
+/* A stick partition without btrfs, named like a partition of the disk the boot names (a name nothing
+ * mounts by), comes first: it collides with nothing yet and keeps its links. When the btrfs partition
+ * of the booted disk appears (its `add`), the stick is re-announced, and its replayed `trust` verb
+ * withholds it. On 48d63ed only devices with btrfs were re-announced: the stick kept by-partlabel. */
+static void test_rank_plain_stick_first(Fixture *f, gconstpointer data)
+{
+        static const DevSpec stick = {.node = "sdh1", .disk = "sdh", .partn = 1, .removable = TRUE,
+                                      .partlabel = "rootfs-A"};
+        g_autofree char *devnode = devnode_of(&stick);
+        const char *trust_args[] = {"trust", devnode, NULL};
+        Run r;
+
+        set_config(f, "");
+        set_cmdline(f, RANK_CMDLINE);
+        world_add(f, &stick);
+        run_helper_env(f, &stick, &r, trust_args);
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"));
+        run_clear(&r);
+        world_add_all(f, rank_root, G_N_ELEMENTS(rank_root));
+        run_udev(f, &rank_root[0], &r, FALSE);
+        assert_kv(&r, "DECISION", "scan");
+        run_clear(&r);
+        g_assert_true(reannounced(f, "sdh1"));
+        g_setenv("SYNTH_ARG_BSG", "reannounced", TRUE);
+        run_helper_env(f, &stick, &r, trust_args);
+        g_unsetenv("SYNTH_ARG_BSG");
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
+}
+
 /* Ties (review finding 9): a fixed disk the boot does not name outranks a stick carrying the same
  * filesystem: the disk's copy is scanned, the stick's withheld, in both event orders. 5430f93 gave
  * both the same answer (`skip untrusted`). */
@@ -4417,6 +4447,7 @@ int main(int argc, char **argv)
         add("/helper/rank/cloned-seeds", test_rank_cloned_seeds);
         add("/helper/rank/partlabel-encoded", test_rank_partlabel_encoded);
         add("/helper/rank/many-carriers", test_rank_many_carriers);
+        add("/helper/rank/plain-stick-first", test_rank_plain_stick_first);
         g_test_add("/helper/rank/fixed-outranks-stick/fixed-first", Fixture, "fixed-first", fixture_setup,
                    test_rank_fixed_outranks_stick, fixture_teardown);
         g_test_add("/helper/rank/fixed-outranks-stick/stick-first", Fixture, "stick-first", fixture_setup,

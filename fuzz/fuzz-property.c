@@ -6,8 +6,10 @@
  * then DEV_BYTES bytes per device (missing bytes are 0): its state (btrfs, not btrfs, invalid,
  * unknown: a read that stalled, unreadable), which of four fsids and metadata_uuids it carries,
  * devid, num_devices, device UUID, seed, trust, stack (held), partitioned disk, zoned, fsid change,
- * mounts, active slot, storage id (two names of one storage). The worlds hold clones, crafted
- * superblocks (a metadata_uuid that is another device's fsid, fsid-changing), stacks and stalls.
+ * mounts, active slot, storage id (two names of one storage), /dev/disk names (a label, a partition
+ * name, a PARTUUID, each one of two or none) and whether it carries a name the system mounts by. The
+ * worlds hold clones, crafted superblocks (a metadata_uuid that is another device's fsid,
+ * fsid-changing), stacks, stalls and sticks that copy names.
  *
  * Properties:
  *  1. Verdicts are a function of the set: the same for every order of the devices.
@@ -18,7 +20,10 @@
  *     no device of a higher rank (trusted, then fixed, then hot-pluggable).
  *  5. The plan: the skip list is written first, every forget comes before every scan; only scan
  *     devices are scanned; the plan never forgets a device whose verdict is doubt, and never a
- *     trusted device that was scanned (registered) because another device is in doubt. */
+ *     trusted device that was scanned (registered) because another device is in doubt.
+ *  6. The loser is withheld: a hot-pluggable device not in use that carries a name the system mounts
+ *     by, or shares a PARTUUID, a partition name or (both showing their filesystem) a label with a
+ *     device of a higher rank, loses the rank rule; with btrfs it is never scan and owns no link. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +45,7 @@
  * unknown, a finding on the first inputs (fuzz/regressions/property). */
 
 #define MAX_DEVS 8
-#define DEV_BYTES 6
+#define DEV_BYTES 7
 
 static const char *const nodes[MAX_DEVS] = {"/dev/f0", "/dev/f1", "/dev/f2", "/dev/f3",
                                             "/dev/f4", "/dev/f5", "/dev/f6", "/dev/f7"};
@@ -101,6 +106,30 @@ static void gen_device(struct bsg_device *d, size_t i, const uint8_t *b)
         if ((b[4] & 0x1c) == 0x1c)
                 d->path_ok = false;
         d->fsid_mounted = d->self_mounted || (b[5] & 1);
+        static const char *const labels[4] = {NULL, "data", "rootfs", NULL};
+        static const char *const partlabels[4] = {NULL, "home", "rootfs-A", NULL};
+        static const char *const partuuids[4] = {NULL, "0fa0-1", "0fa0-2", NULL};
+        d->names[BSG_NAME_LABEL] = d->state == BSG_DEV_BTRFS || d->state == BSG_DEV_NOT_BTRFS ? labels[b[6] & 3] : NULL;
+        d->names[BSG_NAME_PARTLABEL] = partlabels[(b[6] >> 2) & 3];
+        d->names[BSG_NAME_PARTUUID] = partuuids[(b[6] >> 4) & 3];
+        d->reserved = (b[6] >> 6) & 1;
+}
+
+static bool shows_fs(const struct bsg_device *d)
+{
+        return !d->partitioned_disk && !d->zoned && !d->held;
+}
+
+/* Whether A and B share a /dev/disk name the rank rule weighs against hot-pluggable media. */
+static bool share_name(const struct bsg_device *a, const struct bsg_device *b)
+{
+        for (enum bsg_name_kind k = 0; k < _BSG_NAME_MAX; k++) {
+                if (!a->names[k] || !b->names[k] || strcmp(a->names[k], b->names[k]) != 0)
+                        continue;
+                if (k != BSG_NAME_LABEL || (shows_fs(a) && shows_fs(b)))
+                        return true;
+        }
+        return false;
 }
 
 /* fsid_mounted as the system derives it: a device of a mounted filesystem knows it is mounted. */
@@ -250,6 +279,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         for (size_t k = 0; k < n; k++)
                                 if (k != i && counts_as_trusted_twin(&d[k], &d[i]))
                                         CHECK(v[i].decision != BSG_SCAN);
+                /* 6: a hot-pluggable device carrying a reserved name or a higher rank's name loses */
+                bool loses = d[i].rank == BSG_RANK_HOTPLUG && !in_use(&d[i]) && d[i].reserved;
+                for (size_t k = 0; k < n && d[i].rank == BSG_RANK_HOTPLUG && !in_use(&d[i]); k++)
+                        loses = loses || (k != i && d[k].rank > BSG_RANK_HOTPLUG && share_name(&d[i], &d[k]));
+                if (loses) {
+                        CHECK(out[i]);
+                        if (d[i].state == BSG_DEV_BTRFS)
+                                CHECK(v[i].decision != BSG_SCAN && !bsg_verdict_may_own_links(&v[i]));
+                }
         }
 
         /* 4: a device in doubt changes no verdict of a higher rank; 5: the plan, with what a run

@@ -312,14 +312,17 @@ struct bsg_verdict bsg_policy_decide_one(const struct bsg_device *devs, size_t n
                 return VERDICT(BSG_SKIP, BSG_REASON_FSID_CHANGING);
         if (is_untrusted_metadata_uuid(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_UNTRUSTED_METADATA_UUID);
-        if (is_bad_path(d))
-                return VERDICT(BSG_SKIP, BSG_REASON_BAD_PATH);
         if (is_partitioned_disk(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_PARTITIONED_DISK);
         if (is_same_storage_secondary(devs, n, i))
                 return VERDICT(BSG_SKIP, BSG_REASON_SAME_STORAGE);
         if (is_outranked(d))
                 return VERDICT(BSG_SKIP, BSG_REASON_OUTRANKED);
+        /* after the verdicts that withhold: a name that cannot be listed keeps no link it should lose
+         * (fuzz/regressions/property: a hot-pluggable dm device named "a,b" carrying a reserved name
+         * was `skip bad-path`, which owns links) */
+        if (is_bad_path(d))
+                return VERDICT(BSG_SKIP, BSG_REASON_BAD_PATH);
         if (has_inconsistent_copies(devs, n, i)) {
                 if (!d->mounted_member)
                         return VERDICT(BSG_SKIP, BSG_REASON_INCONSISTENT_COPIES);

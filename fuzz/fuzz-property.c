@@ -3,7 +3,8 @@
  * hold" as the pure core can show them.
  *
  * Input: byte 0 the clone policy and a permutation seed, byte 1 the number of devices (1..MAX_DEVS),
- * then DEV_BYTES bytes per device (missing bytes are 0): its state (btrfs, not btrfs, invalid,
+ * then DEV_BYTES bytes per device for MAX_DEVS devices, then a byte of names per device (missing
+ * bytes are 0): its state (btrfs, not btrfs, invalid,
  * unknown: a read that stalled, unreadable), which of four fsids and metadata_uuids it carries,
  * devid, num_devices, device UUID, seed, trust, stack (held), partitioned disk, zoned, fsid change,
  * mounts, active slot, storage id (two names of one storage), /dev/disk names (a label, a partition
@@ -45,7 +46,7 @@
  * unknown, a finding on the first inputs (fuzz/regressions/property). */
 
 #define MAX_DEVS 8
-#define DEV_BYTES 7
+#define DEV_BYTES 6
 
 static const char *const nodes[MAX_DEVS] = {"/dev/f0", "/dev/f1", "/dev/f2", "/dev/f3",
                                             "/dev/f4", "/dev/f5", "/dev/f6", "/dev/f7"};
@@ -73,7 +74,7 @@ static bool in_doubt(const struct bsg_device *d)
         return d->state == BSG_DEV_UNKNOWN || d->state == BSG_DEV_UNREADABLE;
 }
 
-static void gen_device(struct bsg_device *d, size_t i, const uint8_t *b)
+static void gen_device(struct bsg_device *d, size_t i, const uint8_t *b, uint8_t names)
 {
         static const enum bsg_sb_state states[8] = {BSG_DEV_BTRFS, BSG_DEV_BTRFS,   BSG_DEV_BTRFS,   BSG_DEV_BTRFS,
                                                     BSG_DEV_NOT_BTRFS, BSG_DEV_INVALID, BSG_DEV_UNKNOWN,
@@ -109,10 +110,10 @@ static void gen_device(struct bsg_device *d, size_t i, const uint8_t *b)
         static const char *const labels[4] = {NULL, "data", "rootfs", NULL};
         static const char *const partlabels[4] = {NULL, "home", "rootfs-A", NULL};
         static const char *const partuuids[4] = {NULL, "0fa0-1", "0fa0-2", NULL};
-        d->names[BSG_NAME_LABEL] = d->state == BSG_DEV_BTRFS || d->state == BSG_DEV_NOT_BTRFS ? labels[b[6] & 3] : NULL;
-        d->names[BSG_NAME_PARTLABEL] = partlabels[(b[6] >> 2) & 3];
-        d->names[BSG_NAME_PARTUUID] = partuuids[(b[6] >> 4) & 3];
-        d->reserved = (b[6] >> 6) & 1;
+        d->names[BSG_NAME_LABEL] = d->state == BSG_DEV_BTRFS || d->state == BSG_DEV_NOT_BTRFS ? labels[names & 3] : NULL;
+        d->names[BSG_NAME_PARTLABEL] = partlabels[(names >> 2) & 3];
+        d->names[BSG_NAME_PARTUUID] = partuuids[(names >> 4) & 3];
+        d->reserved = (names >> 6) & 1;
 }
 
 static bool shows_fs(const struct bsg_device *d)
@@ -208,7 +209,8 @@ static void check_plan(const struct bsg_device *d, const struct bsg_verdict *v, 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        uint8_t buf[2 + MAX_DEVS * DEV_BYTES] = {0};
+        /* the devices' names after all their records: inputs from before names still decode alike */
+        uint8_t buf[2 + MAX_DEVS * (DEV_BYTES + 1)] = {0};
         struct bsg_device d[MAX_DEVS], perm_d[MAX_DEVS], rest[MAX_DEVS];
         struct bsg_verdict v[MAX_DEVS], pv[MAX_DEVS], rv[MAX_DEVS];
         size_t perm[MAX_DEVS];
@@ -218,7 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = 1 + buf[1] % MAX_DEVS;
         for (size_t i = 0; i < n; i++) {
                 const uint8_t *b = buf + 2 + i * DEV_BYTES;
-                gen_device(&d[i], i, b);
+                gen_device(&d[i], i, b, buf[2 + MAX_DEVS * DEV_BYTES + i]);
                 /* a second name of the storage of an earlier device (two loop devices over one file,
                  * two paths to one disk): the same bytes, so the same superblock */
                 if (i > 0 && (b[4] & 0x62) == 0x62) {

@@ -140,8 +140,11 @@ enum reserved_source { FSTAB, CRYPTTAB, UNIT };
 static int reserve_from(struct ctx *c, const char *path, enum reserved_source kind)
 {
         _cleanup_free_ char *text = NULL;
-        int r = bsg_read_file(path, 1024 * 1024, &text, NULL);
+        size_t len = 0;
+        int r = bsg_read_file(path, 1024 * 1024, &text, &len);
 
+        if (r >= 0 && len >= 1024 * 1024)
+                r = -EFBIG; /* what was not read may name anything */
         if (r < 0 && r != -ENOENT) {
                 log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
                         path, strerror(-r));
@@ -157,7 +160,7 @@ void load_reserved_names(struct ctx *c)
 {
         _cleanup_free_ char *root = NULL, *rootflags = NULL;
         const char *units = bsg_unit_dir();
-        DIR *dir;
+        DIR *dir = NULL;
         int r = 0;
 
         if (c->cmdline) {
@@ -173,7 +176,12 @@ void load_reserved_names(struct ctx *c)
         if (r >= 0)
                 r = reserve_from(c, bsg_crypttab_path(), CRYPTTAB);
         /* the units a person wrote (a generator's come from fstab and crypttab, read above) */
-        if (r >= 0 && (dir = opendir(units))) {
+        if (r >= 0 && !(dir = opendir(units)) && errno != ENOENT) {
+                log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
+                        units, strerror(errno));
+                c->reserved_lost = true;
+        }
+        if (r >= 0 && dir) {
                 struct dirent *de;
                 while (r >= 0 && (de = readdir(dir))) {
                         char path[PATH_MAX];

@@ -117,13 +117,13 @@ int bsg_reserved_add_tab(struct bsg_reserved *r, const char *text, bool crypttab
                 _cleanup_free_ char *line = strndup(p, (size_t)(end - p));
                 if (!line)
                         return -ENOMEM;
-                char *save = NULL, *first = strtok_r(line, " \t", &save);
+                char *save = NULL, *first = strtok_r(line, " \t\r", &save);
                 if (first && first[0] != '#') {
                         /* fstab: source, mount point, type, options; crypttab: name, source */
-                        const char *spec = crypttab ? strtok_r(NULL, " \t", &save) : first;
-                        (void)strtok_r(NULL, " \t", &save);
-                        (void)strtok_r(NULL, " \t", &save);
-                        const char *opts = crypttab ? NULL : strtok_r(NULL, " \t", &save);
+                        const char *spec = crypttab ? strtok_r(NULL, " \t\r", &save) : first;
+                        (void)strtok_r(NULL, " \t\r", &save);
+                        (void)strtok_r(NULL, " \t\r", &save);
+                        const char *opts = crypttab ? NULL : strtok_r(NULL, " \t\r", &save);
                         if (bsg_reserved_add(r, spec) < 0 || bsg_reserved_add_options(r, opts) < 0)
                                 return -ENOMEM;
                 }
@@ -137,8 +137,9 @@ int bsg_reserved_add_unit(struct bsg_reserved *r, const char *text)
         for (const char *p = text; p && *p;) {
                 const char *end = strchrnul(p, '\n');
                 p += strspn(p, " \t");
-                if (strncmp(p, "What=", 5) == 0) {
-                        const char *v = p + 5, *e = end;
+                if (strncmp(p, "What", 4) == 0 && p[4 + strspn(p + 4, " \t")] == '=') {
+                        const char *v = p + 4 + strspn(p + 4, " \t") + 1, *e = end;
+                        v += strspn(v, " \t");
                         while (e > v && strchr(" \t\r", e[-1]))
                                 e--;
                         if (reserved_add_n(r, v, (size_t)(e - v)) < 0)

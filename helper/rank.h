@@ -13,7 +13,7 @@
 #include "policy.h"
 
 /* The names the system mounts by: root=, rootflags=device=, the sources of /etc/fstab, /etc/crypttab
- * and the .mount units of /etc/systemd/system, RAUC's slot devices, SteamOS's partsets. */
+ * and the .mount and .swap units of /etc/systemd/system, RAUC's slot devices, SteamOS's partsets. */
 struct bsg_reserved_name {
         enum bsg_name_kind kind;
         char *value;
@@ -30,7 +30,7 @@ int bsg_reserved_add(struct bsg_reserved *r, const char *spec);
 /* Adds the source of every line of TEXT, an fstab (the first field, and every device= of its btrfs
  * options) or a crypttab (the second field). Returns 0 or -ENOMEM. */
 int bsg_reserved_add_tab(struct bsg_reserved *r, const char *text, bool crypttab);
-/* Adds the What= of a systemd .mount, .swap or .automount unit's TEXT. Returns 0 or -ENOMEM. */
+/* Adds the What= of a systemd .mount or .swap unit's TEXT. Returns 0 or -ENOMEM. */
 int bsg_reserved_add_unit(struct bsg_reserved *r, const char *text);
 /* Adds every device= of a btrfs mount option string (rootflags=). Returns 0 or -ENOMEM. */
 int bsg_reserved_add_options(struct bsg_reserved *r, const char *options);

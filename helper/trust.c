@@ -472,17 +472,16 @@ static bool record_withheld(struct udev_device *dev)
 
 bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_devnum, bool other_fs_only)
 {
-        _cleanup_free_ struct bsg_device *devs = malloc(sizeof(*devs));
-        _cleanup_free_ dev_t *stale = malloc(sizeof(*stale)); /* a lower rank already linked, or 0 */
+        _cleanup_free_ struct bsg_device *devs = NULL;
+        _cleanup_free_ dev_t *stale = NULL; /* a lower rank already linked, or 0 */
         _cleanup_free_ bool *outranked = NULL;
-        size_t n = 1;
-        bool any = false, failed = !devs || !stale;
+        size_t n = 0, size = 0;
+        bool any = false, failed = false;
 
         for (size_t k = 0; k < _BSG_NAME_MAX; k++)
                 any |= !isempty(self->names[k]);
-        if (failed || !any)
-                goto decide;
-        devs[0] = *self;
+        if (!any)
+                return false;
         struct udev *udev = udev_new();
         struct udev_enumerate *en = udev ? udev_enumerate_new(udev) : NULL;
         if (!en || udev_enumerate_add_match_subsystem(en, "block") < 0 || udev_enumerate_scan_devices(en) < 0)
@@ -490,15 +489,13 @@ bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_de
         struct udev_list_entry *le;
         udev_list_entry_foreach(le, en && !failed ? udev_enumerate_get_list_entry(en) : NULL) {
                 struct udev_device *dev = udev_device_new_from_syspath(udev, udev_list_entry_get_name(le));
-                if (!dev)
+                if (!dev) {
+                        failed = failed || errno == ENOMEM; /* else gone meanwhile */
                         continue;
+                }
                 dev_t devnum = udev_device_get_devnum(dev);
                 const char *fs = udev_device_get_property_value(dev, "ID_FS_TYPE");
                 struct bsg_device o = {.state = BSG_DEV_NOT_BTRFS};
-                if (other_fs_only && fs && streq(fs, "btrfs")) {
-                        udev_device_unref(dev); /* the inventory decides it */
-                        continue;
-                }
                 bool match = false;
                 for (size_t k = 0; k < _BSG_NAME_MAX; k++) {
                         const char *v = udev_device_get_property_value(dev, name_keys[k]);
@@ -507,19 +504,24 @@ bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_de
                                 match = true;
                         }
                 }
-                if (match && devnum && devnum != self_devnum) {
-                        struct bsg_device *nd = realloc(devs, (n + 1) * sizeof(*devs));
-                        devs = nd ? nd : devs;
-                        dev_t *ns = nd ? realloc(stale, (n + 1) * sizeof(*stale)) : NULL;
-                        stale = ns ? ns : stale;
-                        if (!ns) {
-                                failed = true;
-                                udev_device_unref(dev);
-                                break;
+                /* (OTHER_FS_ONLY: a device with btrfs is the inventory's) */
+                if (match && devnum && devnum != self_devnum && !(other_fs_only && fs && streq(fs, "btrfs"))) {
+                        if (n + 2 > size) {
+                                size = 2 * size + 8;
+                                struct bsg_device *nd = realloc(devs, size * sizeof(*devs));
+                                devs = nd ? nd : devs;
+                                dev_t *ns = nd ? realloc(stale, size * sizeof(*stale)) : NULL;
+                                stale = ns ? ns : stale;
+                                if (!ns) {
+                                        failed = true;
+                                        udev_device_unref(dev);
+                                        break;
+                                }
                         }
                         o.rank = rank_of_devnum(c, devnum);
-                        stale[n] = record_withheld(dev) ? 0 : devnum;
-                        devs[n++] = o;
+                        stale[n + 1] = record_withheld(dev) ? 0 : devnum;
+                        devs[n + 1] = o;
+                        n++;
                 }
                 udev_device_unref(dev);
         }
@@ -527,19 +529,21 @@ bool name_collisions(struct ctx *c, const struct bsg_device *self, dev_t self_de
                 udev_enumerate_unref(en);
         if (udev)
                 udev_unref(udev);
-        outranked = failed ? NULL : calloc(n, sizeof(*outranked));
-        if (!outranked || bsg_outranked(devs, n, outranked) < 0)
+        /* SELF is devs[0]; its carriers devs[1..n] */
+        if (!failed && !devs && !(devs = malloc(sizeof(*devs))))
                 failed = true;
-decide:
-        if (failed) {
-                add_error(c, "out-of-memory");
-                return self->untrusted;
+        if (!failed) {
+                devs[0] = *self;
+                outranked = calloc(n + 1, sizeof(*outranked));
+                failed = !outranked || bsg_outranked(devs, n + 1, outranked) < 0;
         }
-        if (!any)
-                return false;
+        if (failed)
+                add_error(c, "out-of-memory");
+        /* each carrier outranked and still linked is sent a change event (failed: each one still
+         * linked, to decide itself); a replay sends none */
         const char *why = getenv("SYNTH_ARG_BSG");
-        for (size_t i = 1; i < n && !c->dry_run && !(why && streq(why, "reannounced")); i++)
-                if (outranked[i] && stale[i]) {
+        for (size_t i = 1; i <= n && stale && !c->dry_run && !(why && streq(why, "reannounced")); i++)
+                if (stale[i] && (failed || outranked[i])) {
                         char link[PATH_MAX], devnode[300];
                         const char *name = bsg_sysname_of_devnum(stale[i], link, sizeof(link));
                         if (!name)
@@ -547,5 +551,5 @@ decide:
                         snprintf(devnode, sizeof(devnode), "/dev/%.255s", name);
                         reannounce_device(c, name, devnode, "a device of a higher rank carries one of its names");
                 }
-        return outranked[0];
+        return failed ? self->untrusted : outranked[0];
 }

@@ -238,17 +238,19 @@ static void reannounce_after_remove(struct ctx *c)
 }
 
 /* A device of a lower rank without btrfs (a stick's partition named like this one, with its PARTUUID
- * or its filesystem's UUID or label) that came before it owns the shared links: when T appears (its
- * `add`), such devices are sent a change event, whose `trust` verb withholds them. Devices with btrfs
- * are the inventory's (reannounce_stale()). */
+ * or its filesystem's UUID or label) that came before it owns the shared links: when T's event runs
+ * (`add`, or the `change` of a filesystem made or a dm device set up), such devices are sent a
+ * change event, whose `trust` verb withholds them; once withheld, their record stops the next.
+ * Devices with btrfs are the inventory's (reannounce_stale()). Not from a replay, nor from the
+ * rules' second call of a dm device (RUN+= with its /dev/mapper name). */
 static void withhold_earlier_carriers(struct ctx *c, const struct entry *t)
 {
-        const char *action = getenv("ACTION"), *why = getenv("SYNTH_ARG_BSG");
+        const char *why = getenv("SYNTH_ARG_BSG"), *devname = getenv("DEVNAME");
         struct bsg_device self = t->pd;
         char fsid[37];
 
-        if (!action || !streq(action, "add") || (why && streq(why, "reannounced")) || t->pd.state != BSG_DEV_BTRFS ||
-            t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
+        if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)) ||
+            t->pd.state != BSG_DEV_BTRFS || t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
                 return;
         bsg_uuid_format(self.fsid, fsid);
         self.names[BSG_NAME_UUID] = fsid;
@@ -296,7 +298,7 @@ int run_udev(struct ctx *c)
                 add_error(c, "read-timeout");
         else if (d->read_result < 0 && d->read_result != -ENODATA)
                 add_error(c, "read-error");
-        if (t->v.reason == BSG_REASON_BAD_PATH)
+        if (!t->pd.path_ok && t->v.decision == BSG_SKIP)
                 log_msg("%s: path contains ',' or whitespace or is longer than %d bytes: cannot be listed in "
                         "skip_scan, not scanned", t->devnode, BSG_PATH_NAME_MAX);
         log_security_reason(t, acting);

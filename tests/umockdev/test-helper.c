@@ -2206,7 +2206,27 @@ static void test_rank_reserved_alone(Fixture *f, gconstpointer data)
         run_helper_env(f, &esp_stick, &r, trust_args);
         g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
         run_clear(&r);
+        /* what systemd accepts too: CRLF line ends, blanks around '=' */
+        write_file(unit, "[Mount]\nWhat = LABEL=ESP\n", -1);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
         g_assert_cmpint(unlink(unit), ==, 0);
+        write_file(crypttab, "cryptdata LABEL=ESP none luks\r\n", -1);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        run_clear(&r);
+        g_assert_cmpint(unlink(crypttab), ==, 0);
+        /* a source that cannot be read: any name is taken for one the system mounts by (fail closed) */
+        g_assert_cmpint(g_mkdir_with_parents(crypttab, 0755), ==, 0);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_cmpstr(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"), ==, "1");
+        g_assert_nonnull(strstr(r.err, "cannot read"));
+        run_clear(&r);
+        g_assert_cmpint(rmdir(crypttab), ==, 0);
+        run_helper_env(f, &esp_stick, &r, trust_args);
+        g_assert_null(kv(&r, "BTRFS_SCAN_GATE_WITHHELD"));
+        run_clear(&r);
 }
 
 /* The event order of review finding 1 with a name nothing reserves: the stick's event comes first

@@ -4,8 +4,9 @@
 # interrupted device replace: the target, whose superblock carries devid 0 ("target of an
 # unfinished device replace", one BTRFS line), and the source, whose dev_replace item is still
 # STARTED ("a device replace is not finished, mount without it"), with and without degraded
-# (which lets stock 6.1 mount without the target). The interruption is a power
-# cut made as fstests makes one: vda and vdb under dm-flakey, the replace running (QEMU throttles
+# (which lets stock 6.1 mount without the target); then the replace continued by a plain mount and
+# that mount unmounted while the copy runs (the item written SUSPENDED): the source again. The
+# interruption is a power cut made as fstests makes one: vda and vdb under dm-flakey, the replace running (QEMU throttles
 # vdb's writes, so the copy lasts), then both tables switched to drop_writes; the replace goes on
 # in memory, nothing more reaches the disks. Controls: without the option vda mounts and the
 # replace continues ("continuing dev_replace"); once cancelled, vda mounts -o virtual_fsid.
@@ -107,7 +108,30 @@ mark
 must mount -t btrfs /dev/vda /a
 sleep 1
 since | grep -q 'continuing dev_replace' || fail "no 'continuing dev_replace' line: the replace was not unfinished"
-btrfs replace status -1 /a
+btrfs replace status -1 /a >/tmp/st 2>&1
+cat /tmp/st
+grep -q '% done' /tmp/st || fail "the continued replace is not running: $(cat /tmp/st)"
+# unmounted while its kernel thread copies, the replace is suspended: its item is written SUSPENDED
+# (the other unfinished state the option refuses)
+log "unmount during the continued replace (item SUSPENDED), then virtual_fsid on /dev/vda"
+must umount /a
+must btrfs device scan --forget
+mark
+if mount -t btrfs -o virtual_fsid /dev/vda /m 2>/tmp/err; then
+	umount /m
+	fail "mount -o virtual_fsid /dev/vda (source of a suspended replace) succeeded"
+fi
+cat /tmp/err
+since >/tmp/new
+cat /tmp/new
+grep -q 'Invalid argument' /tmp/err || fail "mount -o virtual_fsid /dev/vda, suspended: not EINVAL"
+n=$(grep -c 'virtual_fsid refused: a device replace is not finished, mount without it$' /tmp/new)
+[ "$n" -eq 1 ] || fail "vda, suspended: $n 'device replace is not finished' lines, expected 1"
+must btrfs device scan /dev/vdb
+mark
+must mount -t btrfs /dev/vda /a
+sleep 1
+since | grep -q 'continuing dev_replace' || fail "no 'continuing dev_replace' line after the suspend"
 must btrfs replace cancel /a
 must umount /a
 must btrfs check --readonly /dev/vda

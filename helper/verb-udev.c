@@ -238,19 +238,23 @@ static void reannounce_after_remove(struct ctx *c)
 }
 
 /* A device of a lower rank without btrfs (a stick's partition named like this one, with its PARTUUID
- * or its filesystem's UUID or label) that came before it owns the shared links: when T's event runs
- * (`add`, or the `change` of a filesystem made or a dm device set up), such devices are sent a
- * change event, whose `trust` verb withholds them; once withheld, their record stops the next.
- * Devices with btrfs are the inventory's (reannounce_stale()). Not from a replay, nor from the
- * rules' second call of a dm device (RUN+= with its /dev/mapper name). */
+ * or its filesystem's UUID or label) that came before it owns the shared links: when T appears (its
+ * `add`; for dm and md, whose content shows on `change`, every event), such devices are sent a change
+ * event, whose `trust` verb withholds them; once withheld, their record stops the next. Devices
+ * with btrfs are the inventory's (reannounce_stale()). Not from a replay, nor from the rules' second
+ * call of a dm device (RUN+= with its /dev/mapper name). Not on the `change` of a partition or disk
+ * (a filesystem made on an internal partition after a stick took its label: not covered), which
+ * would read udev's whole database on every event. */
 static void withhold_earlier_carriers(struct ctx *c, const struct entry *t)
 {
-        const char *why = getenv("SYNTH_ARG_BSG"), *devname = getenv("DEVNAME");
+        const char *why = getenv("SYNTH_ARG_BSG"), *devname = getenv("DEVNAME"), *action = getenv("ACTION");
         struct bsg_device self = t->pd;
         char fsid[37];
+        bool stacked = devname && (strncmp(devname, "/dev/dm-", 8) == 0 || strncmp(devname, "/dev/md", 7) == 0);
 
         if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)) ||
-            t->pd.state != BSG_DEV_BTRFS || t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
+            !(stacked || (action && streq(action, "add"))) || t->pd.state != BSG_DEV_BTRFS ||
+            t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
                 return;
         bsg_uuid_format(self.fsid, fsid);
         self.names[BSG_NAME_UUID] = fsid;

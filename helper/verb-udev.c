@@ -256,6 +256,12 @@ static void withhold_earlier_carriers(struct ctx *c, const struct entry *t)
             !(stacked || (action && streq(action, "add"))) || t->pd.state != BSG_DEV_BTRFS ||
             t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
                 return;
+        /* udev's whole database is read only where a hot-pluggable device is known to be there */
+        bool hotplug = false;
+        for (size_t i = 0; i < c->devs.n && !hotplug; i++)
+                hotplug = (ssize_t)i != t->dev && (!c->devs.v[i].class_known || !c->devs.v[i].class_fixed);
+        if (!hotplug)
+                return;
         bsg_uuid_format(self.fsid, fsid);
         self.names[BSG_NAME_UUID] = fsid;
         (void)name_collisions(c, &self, t->devnum, true);

@@ -85,7 +85,6 @@ struct ctx {
         dev_t *rauc_rdev;               /* the device number each rauc slot's device= names, 0 unknown */
         struct bsg_partsets partsets;   /* SteamOS partsets */
         struct bsg_reserved reserved;   /* the names the system mounts by (root=, fstab, crypttab, units, RAUC, partsets) */
-        bool reserved_lost;             /* one of their sources could not be read: every name is reserved */
         char *booted_disk;              /* the disk that booted (disk_of()), NULL if unknown */
         char *root_disk;                /* the disk of root=PARTUUID= if another one, else NULL */
         char loader_partuuid[37];       /* systemd-boot's LoaderDevicePartUUID, "" if none */

@@ -136,7 +136,7 @@ void load_platform_slots(struct ctx *c)
 enum reserved_source { FSTAB, CRYPTTAB, UNIT };
 
 /* Adds the sources PATH names (an fstab, a crypttab or a unit) to the reserved names; 0, or -ENOMEM.
- * A file that is there but cannot be read loses them: every name is taken for one (reserved_lost). */
+ * A file that is there but cannot be read loses them: every name is taken for one (reserved.lost). */
 static int reserve_from(struct ctx *c, const char *path, enum reserved_source kind)
 {
         _cleanup_free_ char *text = NULL;
@@ -148,7 +148,7 @@ static int reserve_from(struct ctx *c, const char *path, enum reserved_source ki
         if (r < 0 && r != -ENOENT) {
                 log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
                         path, strerror(-r));
-                c->reserved_lost = true;
+                c->reserved.lost = true;
         }
         if (r < 0)
                 return 0;
@@ -179,7 +179,7 @@ void load_reserved_names(struct ctx *c)
         if (r >= 0 && !(dir = opendir(units)) && errno != ENOENT) {
                 log_msg("cannot read %s: %s; every name a device carries is taken for one the system mounts by",
                         units, strerror(errno));
-                c->reserved_lost = true;
+                c->reserved.lost = true;
         }
         if (r >= 0 && dir) {
                 struct dirent *de;
@@ -203,6 +203,6 @@ void load_reserved_names(struct ctx *c)
                 log_msg("cannot keep the names the system mounts by: %s; every name is taken for one",
                         strerror(-r));
                 add_error(c, "out-of-memory");
-                c->reserved_lost = true;
+                c->reserved.lost = true;
         }
 }

@@ -218,6 +218,8 @@ bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d)
         struct key keys[_BSG_NAME_MAX + 2];
         size_t n = keys_of(d, 0, keys);
 
+        if (r->lost && n > 0)
+                return true;
         for (size_t i = 0; i < r->n; i++)
                 for (size_t k = 0; k < n; k++)
                         if (keys[k].kind == r->v[i].kind && bsg_name_equal(keys[k].kind, key_name(&keys[k]), r->v[i].value))

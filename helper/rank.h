@@ -21,6 +21,7 @@ struct bsg_reserved_name {
 struct bsg_reserved {
         struct bsg_reserved_name *v;
         size_t n;
+        bool lost; /* a source could not be read or kept: every name a device carries may be one */
 };
 
 /* Adds SPEC when it is a name a device carries: UUID=, LABEL=, PARTUUID=, PARTLABEL= or a
@@ -38,7 +39,7 @@ void bsg_reserved_free(struct bsg_reserved *r);
 /* Whether A and B are one name of KIND, each as udev stores it (\xHH escapes) or decoded; UUIDs
  * ignore case. */
 bool bsg_name_equal(enum bsg_name_kind kind, const char *a, const char *b);
-/* Whether D carries one of R's names. */
+/* Whether D carries one of R's names (any name, when R is lost). */
 bool bsg_reserved_has(const struct bsg_reserved *r, const struct bsg_device *d);
 
 /* The one rank and collision rule: RET_OUTRANKED[i] is set for every device of DEVS that is not in

@@ -297,7 +297,7 @@ void decide_trust(struct ctx *c)
                 /* a PARTUUID or partition name dropped (out of memory) may have been the copy that
                  * makes a name ambiguous, or a reserved one: narrow, never wider */
                 trust_input_lost(c, "the partition names", -ENOMEM);
-                c->reserved_lost = true;
+                c->reserved.lost = true;
                 n = 0;
         }
         c->trust_in.anchor_disks = (const char *const *)c->anchor_disks;
@@ -325,9 +325,7 @@ void decide_trust(struct ctx *c)
                 e->pd.names[BSG_NAME_PARTLABEL] = e->partlabel;
                 if (e->dev >= 0 && c->devs.v[e->dev].parse_result == 0)
                         e->pd.names[BSG_NAME_LABEL] = c->devs.v[e->dev].sb.label;
-                /* a source of the reserved names lost: any name it carries may be one */
-                e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd) ||
-                                 (c->reserved_lost && (e->pd.state == BSG_DEV_BTRFS || e->partuuid || e->partlabel));
+                e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd);
                 if (e->dev >= 0) {
                         struct bsg_dev *d = &c->devs.v[e->dev];
                         d->untrusted = e->pd.untrusted;

@@ -56,11 +56,7 @@ int run_trust(struct ctx *c)
                 e->pd.names[BSG_NAME_PARTUUID] = getenv("ID_PART_ENTRY_UUID");
         if (!e->pd.names[BSG_NAME_PARTLABEL])
                 e->pd.names[BSG_NAME_PARTLABEL] = getenv("ID_PART_ENTRY_NAME");
-        /* a source of the reserved names lost: any name it carries may be one (as gather_trust()) */
-        e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd) ||
-                         (c->reserved_lost && (!isempty(e->pd.names[BSG_NAME_UUID]) || !isempty(e->pd.names[BSG_NAME_LABEL]) ||
-                                               !isempty(e->pd.names[BSG_NAME_PARTUUID]) ||
-                                               !isempty(e->pd.names[BSG_NAME_PARTLABEL])));
+        e->pd.reserved = bsg_reserved_has(&c->reserved, &e->pd);
         print_kv("BTRFS_SCAN_GATE_TRUSTED", e->pd.untrusted ? "0" : "1");
         print_kv("BTRFS_SCAN_GATE_TRUST_SOURCE", trust_source(c));
         if (c->verbose)

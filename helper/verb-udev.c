@@ -177,17 +177,21 @@ static bool reannounce_if_stale(struct ctx *c, const struct entry *e, char *ret_
  * names a dm device not yet created). The members of the event's device and the copies of its
  * filesystem whose udev record disagrees with what this event decided are sent a change event, so
  * that their properties and links follow. An event this started never starts others (no loop). */
+/* A replay never replays others; nor does the rules' second call of a dm device (RUN+= with its
+ * /dev/mapper name), which comes after the first asked for the same events. */
+static bool may_reannounce(const struct ctx *c)
+{
+        const char *why = getenv("SYNTH_ARG_BSG"), *devname = getenv("DEVNAME");
+
+        return !(why && streq(why, "reannounced")) && !(devname && c->devnode && !streq(devname, c->devnode));
+}
+
 static void reannounce_stale(struct ctx *c, const struct entry *t, const struct bsg_dev *d)
 {
-        const char *why = getenv("SYNTH_ARG_BSG");
         dev_t members[16];
         size_t n_members = 0;
 
-        const char *devname = getenv("DEVNAME");
-
-        /* a replay never replays others; nor does the rules' second call of a dm device (RUN+= with
-         * its /dev/mapper name), which comes after the first asked for the same events */
-        if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)))
+        if (!may_reannounce(c))
                 return;
         if (d->sysname)
                 n_members = bsg_slaves_devnums(d->sysname, members, ELEMENTSOF(members));
@@ -247,13 +251,12 @@ static void reannounce_after_remove(struct ctx *c)
  * would read udev's whole database on every event. */
 static void withhold_earlier_carriers(struct ctx *c, const struct entry *t)
 {
-        const char *why = getenv("SYNTH_ARG_BSG"), *devname = getenv("DEVNAME"), *action = getenv("ACTION");
+        const char *action = getenv("ACTION");
         struct bsg_device self = t->pd;
         char fsid[37];
-        bool stacked = devname && (strncmp(devname, "/dev/dm-", 8) == 0 || strncmp(devname, "/dev/md", 7) == 0);
+        bool stacked = t->dev >= 0 && c->devs.v[t->dev].stacked;
 
-        if ((why && streq(why, "reannounced")) || (devname && c->devnode && !streq(devname, c->devnode)) ||
-            !(stacked || (action && streq(action, "add"))) || t->pd.state != BSG_DEV_BTRFS ||
+        if (!may_reannounce(c) || !(stacked || (action && streq(action, "add"))) || t->pd.state != BSG_DEV_BTRFS ||
             t->pd.rank == BSG_RANK_HOTPLUG || !bsg_verdict_may_own_links(&t->v))
                 return;
         /* udev's whole database is read only where a hot-pluggable device is known to be there */
